@@ -1,0 +1,128 @@
+"""Typed schema of the whole config file (DESIGN section 2).
+
+Field names are the ones users of the original service already write. Unknown keys
+are allowed everywhere (``extra="allow"``): they are preserved on disk and ignored by
+validation. Rules that involve more than one field live in ``agents.validation``.
+"""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PROVIDER_KINDS = ("anthropic", "cohere", "deepseek", "gemini", "groq", "openai")
+ProviderKind = Literal["anthropic", "cohere", "deepseek", "gemini", "groq", "openai"]
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class ProviderConfig(Section):
+    api_key: str = ""
+    base_url: str | None = Field(
+        default=None, description="Our extension: overrides the provider's public endpoint."
+    )
+    timeout: float = Field(
+        default=120.0, gt=0, description="Our extension: seconds before an upstream call is 504."
+    )
+
+
+class McpToolsRef(Section):
+    server: str
+    only: list[str] | None = None
+
+
+class AgentConfig(Section):
+    name: str
+    provider: str
+    model: str
+    preamble: str = ""
+    purpose: str | None = None
+    judges: list[str] = []
+    subagents: list[str] = []
+    mcp_tools: list[McpToolsRef] = []
+
+
+class JudgeConfig(Section):
+    name: str
+    provider: str
+    model: str
+    sampling_rate: float = 1.0
+    rubrics: dict[str, str]
+
+
+class VariantConfig(Section):
+    agent: str
+    weight: float = 1.0
+
+
+class ExperimentConfig(Section):
+    name: str
+    strategy: Literal["split", "shadow", "bandit"]
+    sticky_by_user: bool = True
+    purpose: str | None = None
+    variants: list[VariantConfig]
+    primary: str | None = None
+    sampling_rate: float | None = None
+    metric: str | None = None
+    epsilon: float | None = None
+    min_samples: int | None = None
+    bandit_window_seconds: int | None = None
+
+
+class McpServerConfig(Section):
+    transport: Literal["stdio", "http"]
+    command: str | None = None
+    args: list[str] = []
+    env: dict[str, str] = {}
+    url: str | None = None
+
+
+class BasicAuth(Section):
+    username: str
+    password: str
+
+
+class OidcAuth(Section):
+    issuer_url: str
+    client_id: str
+    client_secret: str = ""
+    redirect_url: str = ""
+    scopes: list[str] = []
+
+
+class AuthScope(Section):
+    basic: BasicAuth | None = None
+    oidc: OidcAuth | None = None
+
+
+class AuthConfig(Section):
+    proxy: AuthScope | None = None
+    admin: AuthScope | None = None
+
+
+class HistoryConfig(Section):
+    max_messages: int = Field(default=50, ge=0)
+    max_tokens: int = Field(default=8000, ge=0)
+
+
+class StructuredOutputConfig(Section):
+    max_repairs: int = Field(default=2, ge=0)
+
+
+class Config(Section):
+    default_user_id: str | None = None
+    providers: dict[str, ProviderConfig]
+    agents: list[AgentConfig]
+    judges: list[JudgeConfig] = []
+    experiments: list[ExperimentConfig] = []
+    mcp: dict[str, McpServerConfig] = {}
+    auth: AuthConfig | None = None
+    history: HistoryConfig = HistoryConfig()
+    structured_output: StructuredOutputConfig = StructuredOutputConfig()
+
+    def agent(self, name: str) -> AgentConfig | None:
+        return next((agent for agent in self.agents if agent.name == name), None)
+
+    def experiment(self, name: str) -> ExperimentConfig | None:
+        return next((exp for exp in self.experiments if exp.name == name), None)

@@ -1,0 +1,74 @@
+"""The live config: one immutable snapshot, swapped atomically on reload.
+
+A request reads ``holder.config`` once at its start and keeps that reference to the
+end, so a reload never changes a request half-way.
+"""
+
+import hashlib
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from agents.loader import ConfigError, load_config_text
+from agents.schema import Config
+
+logger = logging.getLogger("gateway.config")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    config: Config
+    text: str
+
+    @property
+    def etag(self) -> str:
+        return file_etag(self.text.encode())
+
+
+def file_etag(data: bytes) -> str:
+    return '"' + hashlib.sha256(data).hexdigest()[:32] + '"'
+
+
+class ConfigHolder:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.snapshot: Snapshot | None = None
+        self.problems: list[str] = []
+        self._lock = threading.Lock()
+
+    @property
+    def config(self) -> Config | None:
+        snapshot = self.snapshot
+        return snapshot.config if snapshot else None
+
+    def reload(self) -> bool:
+        """Load the file if it changed; keep the last good snapshot when it is invalid."""
+        with self._lock:
+            return self._reload()
+
+    def _reload(self) -> bool:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except OSError as error:
+            return self._reject([f"(file): cannot read {self.path}: {error.strerror}"])
+        current = self.snapshot
+        if current is not None and current.text == text and not self.problems:
+            return False
+        try:
+            config = load_config_text(text)
+        except ConfigError as error:
+            return self._reject(error.problems)
+        self.snapshot = Snapshot(config=config, text=text)
+        self.problems = []
+        logger.info(
+            '{"event": "config_loaded", "path": "%s", "agents": %d}', self.path, len(config.agents)
+        )
+        return True
+
+    def _reject(self, problems: list[str]) -> bool:
+        if problems != self.problems:
+            for problem in problems:
+                logger.error("config %s rejected: %s", self.path, problem)
+        self.problems = problems
+        return False

@@ -1,0 +1,229 @@
+"""Cross-validation of a parsed config: the rules that span fields and sections.
+
+Every message starts with the path of the offending value (``agents[2].provider: …``)
+so the admin, ``check_config`` and the reload log all say the same thing.
+"""
+
+import math
+from collections.abc import Iterator
+
+from agents.schema import PROVIDER_KINDS, AuthScope, Config, ExperimentConfig
+
+
+def cross_validate(config: Config) -> list[str]:
+    return [
+        *_check_sections(config),
+        *_check_names(config),
+        *_check_providers(config),
+        *_check_agents(config),
+        *_check_subagent_cycles(config),
+        *_check_judges(config),
+        *_check_experiments(config),
+        *_check_mcp(config),
+        *_check_auth(config),
+    ]
+
+
+def _check_sections(config: Config) -> Iterator[str]:
+    if not config.providers:
+        yield "providers: at least one provider must be configured"
+    if not config.agents:
+        yield "agents: at least one agent must be configured"
+    if config.default_user_id is not None and not config.default_user_id.strip():
+        yield "default_user_id: must not be blank (remove it to require safety_identifier)"
+
+
+def _check_names(config: Config) -> Iterator[str]:
+    for section, items in (
+        ("agents", config.agents),
+        ("judges", config.judges),
+        ("experiments", config.experiments),
+    ):
+        seen: set[str] = set()
+        for index, item in enumerate(items):
+            if not item.name.strip():
+                yield f"{section}[{index}].name: must not be blank"
+            elif item.name in seen:
+                yield f"{section}[{index}].name: duplicate name '{item.name}'"
+            seen.add(item.name)
+    agent_names = {agent.name for agent in config.agents}
+    for index, experiment in enumerate(config.experiments):
+        if experiment.name in agent_names:
+            yield (
+                f"experiments[{index}].name: '{experiment.name}' is already an agent name "
+                "(agents and experiments share one namespace)"
+            )
+
+
+def _check_providers(config: Config) -> Iterator[str]:
+    for kind in config.providers:
+        if kind not in PROVIDER_KINDS:
+            yield f"providers.{kind}: unknown provider kind (expected one of {', '.join(PROVIDER_KINDS)})"
+    for section, items in (("agents", config.agents), ("judges", config.judges)):
+        for index, item in enumerate(items):
+            if item.provider not in config.providers:
+                yield f"{section}[{index}].provider: provider '{item.provider}' is not configured"
+
+
+def _check_agents(config: Config) -> Iterator[str]:
+    judges = {judge.name for judge in config.judges}
+    callables = {agent.name for agent in config.agents} | {exp.name for exp in config.experiments}
+    for index, agent in enumerate(config.agents):
+        path = f"agents[{index}]"
+        for position, judge in enumerate(agent.judges):
+            if judge not in judges:
+                yield f"{path}.judges[{position}]: judge '{judge}' is not defined"
+        for position, subagent in enumerate(agent.subagents):
+            if subagent == agent.name:
+                yield f"{path}.subagents[{position}]: an agent cannot be its own subagent"
+            elif subagent not in callables:
+                yield f"{path}.subagents[{position}]: agent or experiment '{subagent}' is not defined"
+        for position, ref in enumerate(agent.mcp_tools):
+            if ref.server not in config.mcp:
+                yield f"{path}.mcp_tools[{position}].server: MCP server '{ref.server}' is not defined"
+            if ref.only is not None and not ref.only:
+                yield f"{path}.mcp_tools[{position}].only: must list at least one tool (or be omitted)"
+
+
+def _check_subagent_cycles(config: Config) -> Iterator[str]:
+    """Report each agent that can reach itself through subagents (experiments included)."""
+    edges: dict[str, list[str]] = {agent.name: list(agent.subagents) for agent in config.agents}
+    for experiment in config.experiments:
+        edges[experiment.name] = [variant.agent for variant in experiment.variants]
+
+    def reaches(start: str, target: str) -> bool:
+        stack, seen = list(edges.get(start, [])), set()
+        while stack:
+            node = stack.pop()
+            if node == target:
+                return True
+            if node not in seen:
+                seen.add(node)
+                stack.extend(edges.get(node, []))
+        return False
+
+    for index, agent in enumerate(config.agents):
+        for position, subagent in enumerate(agent.subagents):
+            if subagent != agent.name and reaches(subagent, agent.name):
+                yield (
+                    f"agents[{index}].subagents[{position}]: '{subagent}' leads back to "
+                    f"'{agent.name}' (subagents must not form a cycle)"
+                )
+
+
+def _check_judges(config: Config) -> Iterator[str]:
+    for index, judge in enumerate(config.judges):
+        if not judge.rubrics:
+            yield f"judges[{index}].rubrics: must define at least one criterion"
+        for criterion, text in judge.rubrics.items():
+            if not str(text).strip():
+                yield f"judges[{index}].rubrics.{criterion}: must describe what to assess"
+        if not 0.0 <= judge.sampling_rate <= 1.0:
+            yield f"judges[{index}].sampling_rate: must be between 0 and 1, got {judge.sampling_rate}"
+
+
+_STRATEGY_FIELDS = {
+    "shadow": ("primary", "sampling_rate"),
+    "bandit": ("metric", "epsilon", "min_samples", "bandit_window_seconds"),
+}
+
+
+def _check_experiments(config: Config) -> Iterator[str]:
+    agents = {agent.name: agent for agent in config.agents}
+    experiments = {experiment.name for experiment in config.experiments}
+    judges = {judge.name: judge for judge in config.judges}
+    for index, experiment in enumerate(config.experiments):
+        path = f"experiments[{index}]"
+        yield from _check_variants(path, experiment, agents, experiments)
+        yield from _check_strategy_fields(path, experiment)
+        if experiment.strategy == "shadow":
+            variant_agents = [variant.agent for variant in experiment.variants]
+            if experiment.primary is None:
+                yield f"{path}.primary: required with strategy 'shadow'"
+            elif experiment.primary not in variant_agents:
+                yield f"{path}.primary: '{experiment.primary}' is not one of the variants"
+            rate = experiment.sampling_rate
+            if rate is not None and not 0.0 <= rate <= 1.0:
+                yield f"{path}.sampling_rate: must be between 0 and 1, got {rate}"
+        if experiment.strategy == "bandit":
+            yield from _check_bandit(path, experiment, agents, judges)
+
+
+def _check_variants(
+    path: str, experiment: ExperimentConfig, agents: dict, experiments: set[str]
+) -> Iterator[str]:
+    if not experiment.variants:
+        yield f"{path}.variants: must list at least one variant"
+    seen: set[str] = set()
+    for position, variant in enumerate(experiment.variants):
+        where = f"{path}.variants[{position}]"
+        if variant.agent in experiments:
+            yield f"{where}.agent: '{variant.agent}' is an experiment (variants must be agents)"
+        elif variant.agent not in agents:
+            yield f"{where}.agent: agent '{variant.agent}' is not defined"
+        if variant.agent in seen:
+            yield f"{where}.agent: '{variant.agent}' is listed twice"
+        seen.add(variant.agent)
+        if not math.isfinite(variant.weight) or variant.weight <= 0:
+            yield f"{where}.weight: must be a finite number greater than 0, got {variant.weight}"
+
+
+def _check_strategy_fields(path: str, experiment: ExperimentConfig) -> Iterator[str]:
+    for strategy, fields in _STRATEGY_FIELDS.items():
+        if experiment.strategy == strategy:
+            continue
+        for field in fields:
+            if getattr(experiment, field) is not None:
+                yield f"{path}.{field}: only allowed with strategy '{strategy}'"
+
+
+def _check_bandit(
+    path: str, experiment: ExperimentConfig, agents: dict, judges: dict
+) -> Iterator[str]:
+    if experiment.epsilon is not None and not 0.0 <= experiment.epsilon <= 1.0:
+        yield f"{path}.epsilon: must be between 0 and 1, got {experiment.epsilon}"
+    if experiment.min_samples is not None and experiment.min_samples < 0:
+        yield f"{path}.min_samples: must not be negative"
+    if experiment.bandit_window_seconds is not None and experiment.bandit_window_seconds <= 0:
+        yield f"{path}.bandit_window_seconds: must be greater than 0"
+    if experiment.metric is None:
+        yield f"{path}.metric: required with strategy 'bandit' (as judge.criterion)"
+        return
+    judge_name, dot, criterion = experiment.metric.partition(".")
+    judge = judges.get(judge_name)
+    if not dot or judge is None or criterion not in judge.rubrics:
+        yield f"{path}.metric: '{experiment.metric}' is not a judge.criterion of a defined judge"
+        return
+    for variant in experiment.variants:
+        agent = agents.get(variant.agent)
+        if agent is not None and judge_name not in agent.judges:
+            yield f"{path}.metric: variant agent '{variant.agent}' does not use judge '{judge_name}'"
+
+
+def _check_mcp(config: Config) -> Iterator[str]:
+    for name, server in config.mcp.items():
+        if server.transport == "stdio" and not (server.command or "").strip():
+            yield f"mcp.{name}.command: required with transport 'stdio'"
+        if server.transport == "http" and not (server.url or "").strip():
+            yield f"mcp.{name}.url: required with transport 'http'"
+
+
+_REQUIRED_AUTH_FIELDS = {"basic": ("username", "password"), "oidc": ("issuer_url", "client_id")}
+
+
+def _check_auth(config: Config) -> Iterator[str]:
+    if config.auth is None:
+        return
+    for scope_name in ("proxy", "admin"):
+        scope: AuthScope | None = getattr(config.auth, scope_name)
+        if scope is None:
+            continue
+        path = f"auth.{scope_name}"
+        methods = [method for method in ("basic", "oidc") if getattr(scope, method) is not None]
+        if len(methods) != 1:
+            yield f"{path}: must configure exactly one of basic or oidc"
+        for method in methods:
+            settings = getattr(scope, method)
+            for field in _REQUIRED_AUTH_FIELDS[method]:
+                if not getattr(settings, field).strip():
+                    yield f"{path}.{method}.{field}: must not be blank"

@@ -1,0 +1,95 @@
+"""Django settings for the gateway.
+
+Everything an operator may change comes from the environment:
+
+- ``GATEWAY_CONFIG``: path of the YAML config file (default ``gateway.yaml`` in the
+  working directory).
+- ``DATABASE_URL``: ``sqlite:///path.sqlite3`` or ``postgres://…`` (default a SQLite
+  file ``gateway.sqlite3`` in the working directory).
+- ``GATEWAY_SECRET_KEY``: Django's secret key (CSRF and sessions of the admin).
+- ``GATEWAY_DEBUG``: ``1`` for Django's debug mode.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+WORKING_DIR = Path.cwd()
+
+SECRET_KEY = os.environ.get("GATEWAY_SECRET_KEY", "gateway-insecure-development-key")
+DEBUG = os.environ.get("GATEWAY_DEBUG", "") == "1"
+ALLOWED_HOSTS = ["*"]
+
+GATEWAY_CONFIG = Path(os.environ.get("GATEWAY_CONFIG", WORKING_DIR / "gateway.yaml")).resolve()
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.contenttypes",
+    "django.contrib.staticfiles",
+    "gateway",
+    "agents",
+    "inference",
+    "adminui",
+]
+
+MIDDLEWARE = [
+    "gateway.middleware.RequestLogMiddleware",
+    "inference.middleware.OpenAIErrorMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+]
+
+ROOT_URLCONF = "gateway.urls"
+ASGI_APPLICATION = "gateway.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {"context_processors": ["django.template.context_processors.request"]},
+    }
+]
+
+
+def _database(url: str) -> dict:
+    database = dj_database_url.parse(url, conn_max_age=0)
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        # WAL + immediate transactions let several server processes share one file
+        # without "database is locked" on read-then-write transactions.
+        database["OPTIONS"] = {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 5,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+        }
+    return database
+
+
+DATABASES = {
+    "default": _database(
+        os.environ.get("DATABASE_URL", f"sqlite:///{WORKING_DIR / 'gateway.sqlite3'}")
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+USE_TZ = True
+TIME_ZONE = "UTC"
+LANGUAGE_CODE = "en-us"
+USE_I18N = False
+
+STATIC_URL = "static/"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "gateway": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+        "django.request": {"handlers": ["stderr"], "level": "ERROR", "propagate": False},
+        "httpx": {"handlers": ["stderr"], "level": "WARNING", "propagate": False},
+    },
+}

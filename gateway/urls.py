@@ -1,0 +1,12 @@
+"""Root URLs: ``/v1`` (inference), ``/admin`` (adminui), health probes."""
+
+from django.urls import path
+
+from gateway import health
+from inference.api import api as v1_api
+
+urlpatterns = [
+    path("v1/", v1_api.urls),
+    path("healthz", health.healthz),
+    path("readyz", health.readyz),
+]

@@ -1,0 +1,98 @@
+"""The OpenAI-compatible ``/v1`` surface: thin views over the pipeline."""
+
+import json
+
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from ninja import NinjaAPI
+from ninja.errors import HttpError, ValidationError
+
+from agents.loader import format_path
+from gateway import runtime
+from inference.errors import ApiError, invalid_request
+from inference.pipeline import (
+    billed_usage,
+    completion_body,
+    config_or_503,
+    prepare_turn,
+    record_turn,
+)
+from inference.providers.base import ProviderError
+from inference.schemas import ChatCompletionIn
+from inference.streaming import open_stream
+
+OWNED_BY = "agent-gateway"
+
+api = NinjaAPI(urls_namespace="v1", docs_url=None, openapi_url=None, title="Gateway /v1")
+
+
+@api.get("/models")
+async def list_models(request: HttpRequest) -> HttpResponse:
+    holder = runtime.current().holder
+    config = config_or_503(holder.config, holder.problems)
+    data = [
+        {"id": agent.name, "object": "model", "created": 0, "owned_by": OWNED_BY}
+        for agent in config.agents
+    ]
+    return _json({"object": "list", "data": data})
+
+
+@api.post("/chat/completions")
+async def chat_completions(request: HttpRequest, payload: ChatCompletionIn) -> HttpResponse:
+    current = runtime.current()
+    config = config_or_503(current.holder.config, current.holder.problems)
+    log = request.gateway_log  # type: ignore[attr-defined]
+    turn = await prepare_turn(payload, config, log)
+    provider = current.providers.provider(
+        turn.agent.provider, config.providers[turn.agent.provider]
+    )
+    try:
+        if payload.stream:
+            frames = await open_stream(turn, provider.stream(turn.request), log)
+            response = StreamingHttpResponse(frames, content_type="text/event-stream")
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"
+            return response
+        reply = await provider.complete(turn.request)
+    except ProviderError as error:
+        log.error = error.code
+        headers = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else None
+        raise ApiError(
+            error.status,
+            error.message,
+            code=error.code,
+            error_type=error.error_type,
+            headers=headers,
+        ) from error
+    usage = billed_usage(turn, reply.text, reply.usage)
+    log.tokens = usage.total_tokens
+    await record_turn(turn, usage, reply.text)
+    return _json(completion_body(turn, reply, usage))
+
+
+def _json(body: dict) -> HttpResponse:
+    return HttpResponse(json.dumps(body), content_type="application/json")
+
+
+@api.exception_handler(ApiError)
+def _api_error(request: HttpRequest, error: ApiError) -> HttpResponse:
+    return error.response()
+
+
+@api.exception_handler(ValidationError)
+def _validation_error(request: HttpRequest, error: ValidationError) -> HttpResponse:
+    first = error.errors[0]
+    location = tuple(part for part in first["loc"] if part not in ("body", "payload"))
+    param = format_path(location) if location else None
+    message = first["msg"]
+    if first.get("type") == "missing":
+        message = f"{param} is required"
+    elif param:
+        message = f"{param}: {message}"
+    return invalid_request(message, param=param, code="invalid_type").response()
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, error: HttpError) -> HttpResponse:
+    if error.status_code == 400:
+        return invalid_request("The request body is not valid JSON", code="invalid_json").response()
+    return ApiError(error.status_code, str(error)).response()

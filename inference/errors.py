@@ -1,0 +1,60 @@
+"""OpenAI-style errors: every failure on ``/v1`` leaves as one of these."""
+
+import json
+
+from django.http import HttpResponse
+
+_DEFAULT_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    429: "rate_limit_exceeded",
+    500: "server_error",
+    502: "upstream_error",
+    503: "upstream_error",
+    504: "upstream_error",
+}
+
+
+class ApiError(Exception):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        error_type: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+        self.error_type = error_type or _DEFAULT_TYPES.get(status, "api_error")
+        self.headers = headers or {}
+
+    def body(self) -> dict:
+        return {
+            "error": {
+                "type": self.error_type,
+                "message": self.message,
+                "code": self.code,
+                "param": self.param,
+            }
+        }
+
+    def response(self) -> HttpResponse:
+        response = HttpResponse(
+            json.dumps(self.body()), status=self.status, content_type="application/json"
+        )
+        for name, value in self.headers.items():
+            response[name] = value
+        return response
+
+
+def invalid_request(message: str, param: str | None = None, code: str | None = None) -> ApiError:
+    return ApiError(400, message, param=param, code=code or "invalid_request")

@@ -1,0 +1,35 @@
+"""Each user's stored conversation, per requested model (DESIGN 4.2).
+
+Synchronous ORM code, run by the pipeline inside its batched worker-thread calls.
+"""
+
+from agents.schema import HistoryConfig
+from inference.models import StoredMessage
+from inference.providers.types import Message
+from inference.tokens import estimate_tokens
+
+
+def load_history(user_id: str, model: str, limits: HistoryConfig) -> list[Message]:
+    """The newest turns that fit ``max_messages`` and ``max_tokens``, oldest first."""
+    if limits.max_messages == 0:
+        return []
+    rows = StoredMessage.objects.filter(user_id=user_id, model=model).order_by("-id")
+    kept: list[Message] = []
+    budget = limits.max_tokens
+    for role, content in rows.values_list("role", "content")[: limits.max_messages]:
+        budget -= estimate_tokens(content)
+        if budget < 0:
+            break
+        kept.append(Message(role=role, content=content))
+    kept.reverse()
+    # A replay that starts with the assistant confuses providers that require a user turn first.
+    while kept and kept[0].role != "user":
+        kept.pop(0)
+    return kept
+
+
+def exchange_rows(user_id: str, model: str, user_text: str, reply: str) -> list[StoredMessage]:
+    return [
+        StoredMessage(user_id=user_id, model=model, role="user", content=user_text),
+        StoredMessage(user_id=user_id, model=model, role="assistant", content=reply),
+    ]

@@ -1,0 +1,76 @@
+"""The ``metadata`` keys the gateway interprets: token caps and the reply language."""
+
+import re
+from dataclasses import dataclass
+
+import langcodes
+
+from inference.errors import invalid_request
+
+# Loose shape of a BCP 47 tag (subtags of letters and digits joined by hyphens);
+# langcodes then checks it properly. It alone would accept "en_US".
+_TAG_SHAPE = re.compile(r"^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$")
+_NON_NEGATIVE_INTEGER = re.compile(r"^[0-9]+$")
+
+WINDOWS: dict[str, tuple[str, int]] = {
+    "tokens_per_hour": ("hour", 3600),
+    "tokens_per_day": ("day", 86400),
+    "tokens_per_month": ("month", 30 * 86400),
+}
+
+
+@dataclass(frozen=True)
+class TokenCap:
+    window: str  # "hour", "day" or "month"
+    seconds: int
+    cap: int
+
+
+@dataclass(frozen=True)
+class ReplyLanguage:
+    tag: str
+    english_name: str
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    caps: tuple[TokenCap, ...] = ()
+    language: ReplyLanguage | None = None
+
+
+def parse_options(metadata: dict[str, str] | None) -> RequestOptions:
+    metadata = metadata or {}
+    caps = []
+    for key, (window, seconds) in WINDOWS.items():
+        if key not in metadata:
+            continue
+        value = metadata[key]
+        if not _NON_NEGATIVE_INTEGER.match(value):
+            raise invalid_request(
+                f"metadata.{key} must be a non-negative integer written as a string, got {value!r}",
+                param=f"metadata.{key}",
+                code="invalid_metadata",
+            )
+        caps.append(TokenCap(window=window, seconds=seconds, cap=int(value)))
+    language = metadata.get("language")
+    return RequestOptions(
+        caps=tuple(caps), language=parse_language(language) if language is not None else None
+    )
+
+
+def parse_language(tag: str) -> ReplyLanguage:
+    if not _TAG_SHAPE.match(tag) or not langcodes.tag_is_valid(tag):
+        raise invalid_request(
+            f"metadata.language must be a well-formed BCP 47 language tag (like 'en' or 'pt-BR'), got {tag!r}",
+            param="metadata.language",
+            code="invalid_metadata",
+        )
+    name = langcodes.Language.get(tag).display_name("en")
+    return ReplyLanguage(tag=tag, english_name=tag if name.startswith("Unknown language") else name)
+
+
+def language_instruction(language: ReplyLanguage) -> str:
+    return (
+        f"Always reply in {language.english_name} (language tag {language.tag}), even when the "
+        f"user writes in another language. Do not add translations into other languages."
+    )

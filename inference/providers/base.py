@@ -1,0 +1,147 @@
+"""What every wire-format module shares: HTTP calls, SSE reading and error mapping."""
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from httpx_sse import EventSource, ServerSentEvent
+
+from agents.schema import ProviderConfig
+from inference.providers.types import ChatRequest, ChatResponse, StreamEvent
+
+
+class ProviderError(Exception):
+    """An upstream failure, already phrased as the OpenAI-style error the client gets."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str = "upstream_error",
+        retry_after: int | None = None,
+        error_type: str = "upstream_error",
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.retry_after = retry_after
+        self.error_type = error_type
+
+
+class Provider:
+    """One wire format. Subclasses implement ``complete`` and ``stream``."""
+
+    default_base_urls: dict[str, str] = {}
+
+    def __init__(self, kind: str, client: httpx.AsyncClient, settings: ProviderConfig) -> None:
+        self.kind = kind
+        self.client = client
+        self.settings = settings
+        self.base_url = (settings.base_url or self.default_base_urls[kind]).rstrip("/")
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        raise NotImplementedError
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        raise NotImplementedError
+
+    def headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    async def post_json(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = await self.client.post(
+                url, json=body, headers=self.headers(), timeout=self.settings.timeout
+            )
+        except httpx.HTTPError as error:
+            raise self._transport_error(error) from error
+        if response.status_code >= 400:
+            raise self.status_error(response.status_code, response.text, response.headers)
+        try:
+            return response.json()
+        except ValueError as error:
+            raise ProviderError(502, f"{self.kind} returned a body that is not JSON") from error
+
+    async def post_sse(self, url: str, body: dict[str, Any]) -> AsyncIterator[ServerSentEvent]:
+        """Yield the server-sent events of a streamed call; the connection closes with the loop."""
+        try:
+            async with self.client.stream(
+                "POST", url, json=body, headers=self.headers(), timeout=self.settings.timeout
+            ) as response:
+                if response.status_code >= 400:
+                    text = (await response.aread()).decode(errors="replace")
+                    raise self.status_error(response.status_code, text, response.headers)
+                async for event in EventSource(response).aiter_sse():
+                    yield event
+        except httpx.HTTPError as error:
+            raise self._transport_error(error) from error
+
+    def _transport_error(self, error: httpx.HTTPError) -> ProviderError:
+        if isinstance(error, httpx.TimeoutException):
+            return ProviderError(
+                504, f"{self.kind} did not answer in time", code="upstream_timeout"
+            )
+        reason = type(error).__name__
+        return ProviderError(502, f"could not reach {self.kind}: {reason}")
+
+    def status_error(self, status: int, text: str, headers: httpx.Headers) -> ProviderError:
+        detail = self._redact(upstream_message(text))
+        if status == 429:
+            return ProviderError(
+                429,
+                f"{self.kind} rate limit reached: {detail}",
+                code="upstream_rate_limited",
+                retry_after=_retry_after(headers),
+                error_type="rate_limit_exceeded",
+            )
+        if status in (401, 403):
+            return ProviderError(
+                502, f"{self.kind} rejected the gateway's API key: {detail}", code="upstream_auth"
+            )
+        if status in (400, 404, 413, 422):
+            return ProviderError(
+                400,
+                f"{self.kind} rejected the request: {detail}",
+                code="upstream_bad_request",
+                error_type="invalid_request_error",
+            )
+        if status in (503, 529):
+            return ProviderError(
+                503, f"{self.kind} is overloaded: {detail}", code="upstream_overloaded"
+            )
+        return ProviderError(502, f"{self.kind} failed with status {status}: {detail}")
+
+    def _redact(self, text: str) -> str:
+        key = self.settings.api_key
+        return text.replace(key, "[redacted]") if key else text
+
+
+def upstream_message(text: str) -> str:
+    """The human part of a provider's error body, whichever of the usual shapes it has."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text.strip()[:500] or "no detail"
+    candidates = [body]
+    if isinstance(body, list) and body:
+        candidates = [body[0]]
+    for candidate in candidates:
+        if isinstance(candidate, dict):
+            error = candidate.get("error", candidate)
+            if isinstance(error, dict) and isinstance(error.get("message"), str):
+                return error["message"]
+            if isinstance(error, str):
+                return error
+            if isinstance(candidate.get("message"), str):
+                return candidate["message"]
+    return text.strip()[:500]
+
+
+def _retry_after(headers: httpx.Headers) -> int | None:
+    value = headers.get("retry-after")
+    try:
+        return max(0, int(float(value))) if value is not None else None
+    except ValueError:
+        return None

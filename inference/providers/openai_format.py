@@ -1,0 +1,179 @@
+"""The OpenAI chat-completions wire format, spoken by openai, groq and deepseek."""
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from inference.providers.base import Provider, ProviderError
+from inference.providers.types import (
+    ChatRequest,
+    ChatResponse,
+    Finish,
+    FinishReason,
+    Message,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+    UsageReport,
+)
+
+DEFAULT_BASE_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "groq": "https://api.groq.com/openai/v1",
+    "deepseek": "https://api.deepseek.com/v1",
+}
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+class OpenAIFormatProvider(Provider):
+    default_base_urls = DEFAULT_BASE_URLS
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.settings.api_key}"}
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        body = await self.post_json(self.url, encode_request(request, stream=False))
+        try:
+            choice = body["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError) as error:
+            raise ProviderError(502, f"{self.kind} returned a reply without choices") from error
+        calls = tuple(
+            ToolCall(
+                id=call["id"],
+                name=call["function"]["name"],
+                arguments=call["function"].get("arguments") or "{}",
+            )
+            for call in message.get("tool_calls") or []
+        )
+        return ChatResponse(
+            text=message.get("content") or "",
+            finish_reason=_FINISH_REASONS.get(choice.get("finish_reason") or "stop", "stop"),
+            usage=_usage(body.get("usage")),
+            tool_calls=calls,
+        )
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        async for event in self.post_sse(self.url, encode_request(request, stream=True)):
+            if event.data.strip() == "[DONE]":
+                return
+            try:
+                chunk = json.loads(event.data)
+            except ValueError as error:
+                raise ProviderError(
+                    502, f"{self.kind} sent a stream frame that is not JSON"
+                ) from error
+            if "error" in chunk:
+                raise ProviderError(502, f"{self.kind} failed mid-stream: {chunk['error']}")
+            for item in _chunk_events(chunk):
+                yield item
+
+
+def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    messages.extend(_encode_message(message) for message in request.messages)
+    body: dict[str, Any] = {"model": request.model, "messages": messages}
+    sampling = request.sampling
+    for name in ("temperature", "top_p", "max_tokens", "seed"):
+        value = getattr(sampling, name)
+        if value is not None:
+            body[name] = value
+    if sampling.stop:
+        body["stop"] = list(sampling.stop)
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                },
+            }
+            for tool in request.tools
+        ]
+    if request.response_format is not None:
+        body["response_format"] = encode_response_format(request)
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def encode_response_format(request: ChatRequest) -> dict[str, Any]:
+    response_format = request.response_format
+    assert response_format is not None
+    if response_format.kind == "json_object" or response_format.schema is None:
+        return {"type": "json_object"}
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": response_format.name,
+            "schema": response_format.schema,
+            "strict": response_format.strict,
+        },
+    }
+
+
+def _encode_message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    encoded: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        encoded["content"] = message.content or None
+        encoded["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in message.tool_calls
+        ]
+    return encoded
+
+
+def _chunk_events(chunk: dict[str, Any]) -> list[StreamEvent]:
+    events: list[StreamEvent] = []
+    for choice in chunk.get("choices") or []:
+        delta = choice.get("delta") or {}
+        if delta.get("content"):
+            events.append(TextDelta(delta["content"]))
+        for call in delta.get("tool_calls") or []:
+            function = call.get("function") or {}
+            events.append(
+                ToolCallDelta(
+                    index=call.get("index", 0),
+                    id=call.get("id"),
+                    name=function.get("name"),
+                    arguments=function.get("arguments") or "",
+                )
+            )
+        if choice.get("finish_reason"):
+            events.append(Finish(_FINISH_REASONS.get(choice["finish_reason"], "stop")))
+    if chunk.get("usage"):
+        events.append(UsageReport(_usage(chunk["usage"])))
+    return events
+
+
+def _usage(usage: dict[str, Any] | None) -> Usage:
+    if not usage:
+        return Usage()
+    return Usage(
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+    )

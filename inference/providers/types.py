@@ -1,0 +1,152 @@
+"""The neutral request, response and stream-event model every wire format maps to.
+
+Nothing provider-specific crosses this line: the pipeline builds a ``ChatRequest``,
+a provider module turns it into its own HTTP call and turns the answer back into a
+``ChatResponse`` or a sequence of ``StreamEvent``.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text, as the model wrote it
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None  # on role "tool": the call this result answers
+    name: str | None = None  # on role "tool": the tool's name (Gemini needs it)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ResponseFormat:
+    kind: Literal["json_object", "json_schema"]
+    schema: dict[str, Any] | None = None
+    name: str = "response"
+    strict: bool = False
+
+
+@dataclass(frozen=True)
+class Sampling:
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    model: str
+    system: str
+    messages: tuple[Message, ...]
+    sampling: Sampling = Sampling()
+    tools: tuple[ToolSpec, ...] = ()
+    response_format: ResponseFormat | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
+
+
+@dataclass(frozen=True)
+class ChatResponse:
+    text: str
+    finish_reason: FinishReason = "stop"
+    usage: Usage = Usage()
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    """A piece of one tool call; ``id`` and ``name`` arrive on its first piece."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True)
+class Finish:
+    reason: FinishReason
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    usage: Usage
+
+
+StreamEvent = TextDelta | ToolCallDelta | Finish | UsageReport
+
+
+@dataclass
+class StreamAccumulator:
+    """Folds stream events into the ``ChatResponse`` they add up to."""
+
+    text: list[str] = field(default_factory=list)
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    finish_reason: FinishReason = "stop"
+    usage: Usage = Usage()
+
+    def add(self, event: StreamEvent) -> None:
+        match event:
+            case TextDelta(text=text):
+                self.text.append(text)
+            case ToolCallDelta(index=index, id=call_id, name=name, arguments=arguments):
+                call = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+                call["id"] = call_id or call["id"]
+                call["name"] = name or call["name"]
+                call["arguments"] += arguments
+            case Finish(reason=reason):
+                self.finish_reason = reason
+            case UsageReport(usage=usage):
+                self.usage = usage
+
+    def response(self) -> ChatResponse:
+        calls = tuple(
+            ToolCall(id=call["id"], name=call["name"], arguments=call["arguments"] or "{}")
+            for _, call in sorted(self.calls.items())
+        )
+        return ChatResponse(
+            text="".join(self.text),
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            tool_calls=calls,
+        )

@@ -1,0 +1,217 @@
+"""A scriptable fake upstream on a loopback socket, independent of any wire format.
+
+Each test scripts what the next calls answer (text, a stream, an error, a delay, a
+dropped connection) with ``Reply`` objects and reads back what the gateway sent in
+``requests``. A subclass renders replies in one provider's wire format.
+"""
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What one upstream call answers. Build with the class methods."""
+
+    text: str = ""
+    chunks: tuple[str, ...] = ()
+    stream: bool | None = None  # None: as the request asks
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    prompt_tokens: int = 11
+    completion_tokens: int = 7
+    finish_reason: str = "stop"
+    status: int = 200
+    error_body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds before answering
+    chunk_delay: float = 0.0  # seconds between stream chunks
+    drop: bool = False  # close the connection without answering
+    drop_after_chunks: int | None = None  # close a stream after this many chunks
+
+    @classmethod
+    def of_text(cls, text: str, **options: Any) -> "Reply":
+        return cls(text=text, chunks=tuple(_split(text)), **options)
+
+    @classmethod
+    def of_chunks(cls, *chunks: str, **options: Any) -> "Reply":
+        return cls(text="".join(chunks), chunks=chunks, **options)
+
+    @classmethod
+    def of_tool_calls(cls, *calls: tuple[str, dict[str, Any]], **options: Any) -> "Reply":
+        return cls(tool_calls=calls, finish_reason="tool_calls", **options)
+
+    @classmethod
+    def of_error(cls, status: int, body: Any, **options: Any) -> "Reply":
+        return cls(status=status, error_body=body, **options)
+
+
+def _split(text: str) -> list[str]:
+    words = text.split(" ")
+    return [word + (" " if index < len(words) - 1 else "") for index, word in enumerate(words)]
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: Any
+    disconnected: bool = False
+
+
+class FakeUpstream:
+    """Subclasses implement ``render_json``, ``render_stream`` and ``is_stream``."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.requests: list[Recorded] = []
+        self._script: list[Reply] = []
+        self._lock = threading.Lock()
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> "FakeUpstream":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._script.extend(replies)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._script.clear()
+            self.requests.clear()
+
+    @property
+    def last(self) -> Recorded:
+        return self.requests[-1]
+
+    def next_reply(self, recorded: Recorded) -> Reply:
+        with self._lock:
+            self.requests.append(recorded)
+            return self._script.pop(0) if self._script else self.default_reply(recorded)
+
+    def default_reply(self, recorded: Recorded) -> Reply:
+        return Reply.of_text(f"You said: {self.last_user_text(recorded)}")
+
+    def last_user_text(self, recorded: Recorded) -> str:
+        return ""
+
+    # Wire format: implemented by each provider's fake.
+    def is_stream(self, recorded: Recorded) -> bool:
+        raise NotImplementedError
+
+    def render_json(self, reply: Reply, recorded: Recorded) -> Any:
+        raise NotImplementedError
+
+    def render_stream(self, reply: Reply, recorded: Recorded) -> Iterator[bytes]:
+        raise NotImplementedError
+
+    def render_error(self, reply: Reply) -> Any:
+        return reply.error_body
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeUpstream
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode(errors="replace")
+        parts = urlsplit(self.path)
+        recorded = Recorded(
+            method=self.command,
+            path=parts.path,
+            query=parse_qs(parts.query),
+            headers={key.lower(): value for key, value in self.headers.items()},
+            body=body,
+        )
+        reply = self.fake.next_reply(recorded)
+        if reply.delay:
+            time.sleep(reply.delay)
+        if reply.drop:
+            self._drop()
+            return
+        if reply.status >= 400:
+            self._send_json(reply.status, self.fake.render_error(reply), reply.headers)
+            return
+        streaming = reply.stream if reply.stream is not None else self.fake.is_stream(recorded)
+        if not streaming:
+            self._send_json(200, self.fake.render_json(reply, recorded), reply.headers)
+            return
+        try:
+            self._send_stream(reply, recorded)
+        except (BrokenPipeError, ConnectionResetError):
+            recorded.disconnected = True
+            self.close_connection = True
+
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str]) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_stream(self, reply: Reply, recorded: Recorded) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for count, frame in enumerate(self.fake.render_stream(reply, recorded)):
+            if reply.drop_after_chunks is not None and count >= reply.drop_after_chunks:
+                self._drop()
+                return
+            if count and reply.chunk_delay:
+                time.sleep(reply.chunk_delay)
+            self.wfile.write(frame)
+            self.wfile.flush()
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def sse(payload: Any, event: str | None = None) -> bytes:
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    prefix = f"event: {event}\n" if event else ""
+    return f"{prefix}data: {data}\n\n".encode()

@@ -1,0 +1,93 @@
+"""Start the real gateway (daphne, migrations applied) on a free port for end-to-end tests."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class GatewayServer:
+    """One daphne process serving ``config_path`` with the database at ``database_url``."""
+
+    def __init__(self, workdir: Path, config_text: str, database_url: str | None = None) -> None:
+        self.workdir = workdir
+        self.config_path = workdir / "gateway.yaml"
+        self.config_path.write_text(config_text)
+        self.database_url = database_url or f"sqlite:///{workdir / 'gateway.sqlite3'}"
+        self.log_path = workdir / "daphne.log"
+        self.port = 0
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "GATEWAY_CONFIG": str(self.config_path),
+            "DATABASE_URL": self.database_url,
+            "DJANGO_SETTINGS_MODULE": "gateway.settings",
+            "PYTHONPATH": str(PROJECT_DIR),
+        }
+
+    def migrate(self) -> None:
+        subprocess.run(
+            [sys.executable, str(PROJECT_DIR / "manage.py"), "migrate", "-v0"],
+            cwd=self.workdir,
+            env=self.env,
+            check=True,
+        )
+
+    def start(self, migrate: bool = True) -> "GatewayServer":
+        if migrate:
+            self.migrate()
+        self.port = free_port()
+        daphne = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
+        with self.log_path.open("ab") as log:
+            self._process = subprocess.Popen(
+                [*daphne, "gateway.asgi:application"],
+                cwd=self.workdir,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        self._wait_until_healthy()
+        return self
+
+    def _wait_until_healthy(self) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self._process is not None and self._process.poll() is not None:
+                raise RuntimeError(f"gateway exited early:\n{self.log()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError(f"gateway did not become healthy:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
