@@ -5,6 +5,7 @@ dropped connection) with ``Reply`` objects and reads back what the gateway sent 
 ``requests``. A subclass renders replies in one provider's wire format.
 """
 
+import contextlib
 import json
 import socket
 import threading
@@ -205,10 +206,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _drop(self) -> None:
         self.close_connection = True
-        try:
+        with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 def sse(payload: Any, event: str | None = None) -> bytes:
