@@ -12,7 +12,10 @@ from pathlib import Path
 import openai
 import pytest
 
+from tests.fakes.anthropic_upstream import AnthropicUpstream
 from tests.fakes.base import FakeUpstream
+from tests.fakes.cohere_upstream import CohereUpstream
+from tests.fakes.gemini_upstream import GeminiUpstream
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
 
@@ -21,6 +24,9 @@ FAKE_CLASSES: dict[str, type[FakeUpstream]] = {
     "openai": OpenAIUpstream,
     "groq": OpenAIUpstream,
     "deepseek": OpenAIUpstream,
+    "anthropic": AnthropicUpstream,
+    "gemini": GeminiUpstream,
+    "cohere": CohereUpstream,
 }
 # deepseek answers within a second or the gateway gives up: the upstream-timeout tests use it.
 PROVIDER_TIMEOUTS = {"deepseek": 1.0}
@@ -49,6 +55,12 @@ def shared_config(upstreams: dict[str, FakeUpstream]) -> str:
             f"    model: {kind}-model-1",
             f"    preamble: You are the {kind} agent of ACME.",
         ]
+    lines += [
+        "experiments:",
+        "  - name: openai-experiment",
+        "    strategy: split",
+        "    variants: [{agent: openai-agent}]",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,34 @@
+"""``python manage.py check_config [PATH]``: print every problem of a config file."""
+
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from agents.loader import ConfigError, load_config_text
+
+
+class Command(BaseCommand):
+    help = "Validate a gateway config file (default: $GATEWAY_CONFIG or ./gateway.yaml)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", nargs="?", help="config file to check")
+
+    def handle(self, *args: object, path: str | None = None, **options: object) -> None:
+        config_path = Path(path) if path else settings.GATEWAY_CONFIG
+        try:
+            text = config_path.read_text(encoding="utf-8")
+        except OSError as error:
+            raise CommandError(f"cannot read {config_path}: {error.strerror}") from error
+        try:
+            config = load_config_text(text)
+        except ConfigError as error:
+            for problem in error.problems:
+                self.stderr.write(problem)
+            raise CommandError(
+                f"{config_path}: {len(error.problems)} problem(s)", returncode=1
+            ) from error
+        self.stdout.write(
+            f"{config_path}: OK ({len(config.agents)} agents, {len(config.experiments)} "
+            f"experiments, {len(config.judges)} judges, providers: {', '.join(config.providers)})"
+        )

@@ -1,0 +1,103 @@
+"""Ledger windows, Retry-After arithmetic and history trimming, against a real database."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agents.schema import HistoryConfig
+from inference.budgets import check_budgets, retry_after, usage_in_windows
+from inference.errors import ApiError
+from inference.history import load_history
+from inference.models import LedgerEntry, StoredMessage
+from inference.options import TokenCap
+
+NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
+HOUR = TokenCap(window="hour", seconds=3600, cap=100)
+
+pytestmark = pytest.mark.django_db
+
+
+def bill(user: str, tokens: int, seconds_ago: float) -> None:
+    LedgerEntry.objects.create(
+        user_id=user,
+        agent="a",
+        provider="openai",
+        completion_id="c",
+        prompt_tokens=tokens,
+        completion_tokens=0,
+        total_tokens=tokens,
+        created_at=NOW - timedelta(seconds=seconds_ago),
+    )
+
+
+def test_windows_sum_only_their_own_span() -> None:
+    bill("u", 10, 60)
+    bill("u", 20, 7200)
+    bill("u", 40, 5 * 86400)
+    bill("u", 80, 31 * 86400)
+    bill("other", 1000, 60)
+    windows = {"hour": 3600, "day": 86400, "month": 30 * 86400}
+    assert usage_in_windows("u", windows, NOW) == {"hour": 10, "day": 30, "month": 70}
+
+
+def test_retry_after_waits_for_enough_usage_to_age_out() -> None:
+    bill("u", 60, 3000)  # leaves the hour window in 600 s
+    bill("u", 50, 1000)  # leaves in 2600 s
+    # 110 used against 100: once the first entry leaves, 50 < 100.
+    assert retry_after("u", HOUR, 110, NOW) == 600
+
+
+def test_retry_after_may_need_several_entries_to_leave() -> None:
+    bill("u", 30, 3500)  # leaves in 100 s
+    bill("u", 30, 3000)  # leaves in 600 s
+    bill("u", 90, 10)
+    # 150 used: after 100 s 120 remain (still >= 100), after 600 s 90 remain.
+    assert retry_after("u", HOUR, 150, NOW) == 600
+
+
+def test_retry_after_rounds_up_to_whole_seconds() -> None:
+    bill("u", 100, 3599.25)
+    assert retry_after("u", HOUR, 100, NOW) == 1
+
+
+def test_check_budgets_raises_429_naming_window_usage_and_cap() -> None:
+    bill("u", 100, 1800)
+    with pytest.raises(ApiError) as raised:
+        check_budgets("u", (HOUR,), NOW)
+    assert raised.value.status == 429
+    assert raised.value.headers == {"Retry-After": "1800"}
+    assert "100 tokens used in the last hour" in raised.value.message
+    assert "cap of 100" in raised.value.message
+
+
+def test_check_budgets_passes_under_the_cap() -> None:
+    bill("u", 99, 10)
+    check_budgets("u", (HOUR,), NOW)
+
+
+def store(user: str, model: str, *turns: tuple[str, str]) -> None:
+    StoredMessage.objects.bulk_create(
+        StoredMessage(user_id=user, model=model, role=role, content=content)
+        for role, content in turns
+    )
+
+
+def test_history_keeps_the_newest_messages_oldest_first() -> None:
+    store("u", "m", ("user", "q1"), ("assistant", "a1"), ("user", "q2"), ("assistant", "a2"))
+    history = load_history("u", "m", HistoryConfig(max_messages=2, max_tokens=1000))
+    assert [(m.role, m.content) for m in history] == [("user", "q2"), ("assistant", "a2")]
+
+
+def test_history_respects_the_token_limit_and_starts_with_a_user_turn() -> None:
+    store("u", "m", ("user", "x" * 400), ("assistant", "y" * 40), ("user", "q"), ("assistant", "a"))
+    history = load_history("u", "m", HistoryConfig(max_messages=50, max_tokens=20))
+    # The 40-character reply fits (10 tokens) but may not open the replay.
+    assert [(m.role, m.content) for m in history] == [("user", "q"), ("assistant", "a")]
+
+
+def test_history_is_isolated_per_user_and_model() -> None:
+    store("u", "m", ("user", "mine"), ("assistant", "ok"))
+    store("v", "m", ("user", "theirs"), ("assistant", "ok"))
+    store("u", "n", ("user", "other model"), ("assistant", "ok"))
+    history = load_history("u", "m", HistoryConfig())
+    assert [m.content for m in history] == ["mine", "ok"]

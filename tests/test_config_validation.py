@@ -1,0 +1,455 @@
+"""Each validation rule of DESIGN section 2, with a config that breaks exactly that rule."""
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.loader import ConfigError, load_config_data, load_config_text
+
+
+def valid_config() -> dict[str, Any]:
+    return {
+        "default_user_id": "main",
+        "providers": {"openai": {"api_key": "sk-1"}, "anthropic": {"api_key": "sk-2"}},
+        "agents": [
+            {
+                "name": "support",
+                "provider": "openai",
+                "model": "gpt-4.1-mini",
+                "judges": ["quality"],
+                "subagents": ["billing"],
+                "mcp_tools": [{"server": "docs"}, {"server": "files", "only": ["read_file"]}],
+            },
+            {"name": "billing", "provider": "anthropic", "model": "claude", "judges": ["quality"]},
+            {"name": "other", "provider": "openai", "model": "gpt", "judges": ["quality"]},
+        ],
+        "judges": [
+            {
+                "name": "quality",
+                "provider": "anthropic",
+                "model": "claude-haiku",
+                "sampling_rate": 0.5,
+                "rubrics": {"accuracy": "Factual accuracy.", "helpfulness": "Answered?"},
+            }
+        ],
+        "experiments": [
+            {
+                "name": "split-exp",
+                "strategy": "split",
+                "variants": [{"agent": "support", "weight": 0.5}, {"agent": "other"}],
+            },
+            {
+                "name": "shadow-exp",
+                "strategy": "shadow",
+                "primary": "support",
+                "sampling_rate": 0.2,
+                "variants": [{"agent": "support"}, {"agent": "other"}],
+            },
+            {
+                "name": "bandit-exp",
+                "strategy": "bandit",
+                "metric": "quality.accuracy",
+                "epsilon": 0.1,
+                "min_samples": 30,
+                "bandit_window_seconds": 3600,
+                "variants": [{"agent": "support"}, {"agent": "billing"}],
+            },
+        ],
+        "mcp": {
+            "docs": {"transport": "http", "url": "http://127.0.0.1:9000/mcp"},
+            "files": {"transport": "stdio", "command": "python", "args": ["-m", "files"]},
+        },
+        "auth": {
+            "proxy": {"basic": {"username": "admin", "password": "secret"}},
+            "admin": {"oidc": {"issuer_url": "https://idp.example.com/", "client_id": "gw"}},
+        },
+        "history": {"max_messages": 10, "max_tokens": 1000},
+        "structured_output": {"max_repairs": 1},
+    }
+
+
+def problems_after(change: Callable[[dict[str, Any]], None]) -> list[str]:
+    data = copy.deepcopy(valid_config())
+    change(data)
+    with pytest.raises(ConfigError) as raised:
+        load_config_data(data)
+    return raised.value.problems
+
+
+def test_valid_config_loads_every_section() -> None:
+    config = load_config_data(valid_config())
+    assert [agent.name for agent in config.agents] == ["support", "billing", "other"]
+    assert config.judges[0].rubrics["accuracy"] == "Factual accuracy."
+    assert config.experiments[2].metric == "quality.accuracy"
+    assert config.mcp["files"].args == ["-m", "files"]
+    assert config.auth is not None and config.auth.proxy is not None
+    assert config.history.max_messages == 10
+    assert config.structured_output.max_repairs == 1
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(data: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        target: Any = data
+        for part in parents:
+            target = target[int(part)] if part.isdigit() else target[part]
+        if last.isdigit():
+            target[int(last)] = value
+        else:
+            target[last] = value
+
+    return change
+
+
+def _delete(path: str) -> Callable[[dict[str, Any]], None]:
+    def change(data: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        target: Any = data
+        for part in parents:
+            target = target[int(part)] if part.isdigit() else target[part]
+        del target[last]
+
+    return change
+
+
+def _rename_bandit_experiment_after_a_new_agent(data: dict[str, Any]) -> None:
+    data["agents"].append({"name": "solo", "provider": "openai", "model": "m"})
+    data["experiments"][2]["name"] = "solo"
+
+
+def _empty_rubrics_without_the_bandit(data: dict[str, Any]) -> None:
+    data["judges"][0]["rubrics"] = {}
+    data["experiments"].pop()  # its metric would name a criterion that no longer exists
+
+
+RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
+    (
+        "no agents",
+        lambda d: d.update(agents=[], experiments=[]),
+        "agents: at least one agent must be configured",
+    ),
+    (
+        "blank default_user_id",
+        _set("default_user_id", "  "),
+        "default_user_id: must not be blank (remove it to require safety_identifier)",
+    ),
+    (
+        "duplicate agent name",
+        lambda d: d["agents"].append({"name": "other", "provider": "openai", "model": "m"}),
+        "agents[3].name: duplicate name 'other'",
+    ),
+    (
+        "blank agent name",
+        lambda d: d["agents"].append({"name": " ", "provider": "openai", "model": "m"}),
+        "agents[3].name: must not be blank",
+    ),
+    (
+        "duplicate judge name",
+        lambda d: d["judges"].append(copy.deepcopy(d["judges"][0])),
+        "judges[1].name: duplicate name 'quality'",
+    ),
+    (
+        "duplicate experiment name",
+        lambda d: d["experiments"].append(copy.deepcopy(d["experiments"][0])),
+        "experiments[3].name: duplicate name 'split-exp'",
+    ),
+    (
+        "experiment named like an agent",
+        _rename_bandit_experiment_after_a_new_agent,
+        "experiments[2].name: 'solo' is already an agent name "
+        "(agents and experiments share one namespace)",
+    ),
+    (
+        "unknown provider kind",
+        lambda d: d["providers"].update(mistral={"api_key": "x"}),
+        "providers.mistral: unknown provider kind "
+        "(expected one of anthropic, cohere, deepseek, gemini, groq, openai)",
+    ),
+    (
+        "agent provider not configured",
+        _set("agents.2.provider", "cohere"),
+        "agents[2].provider: provider 'cohere' is not configured",
+    ),
+    (
+        "judge provider not configured",
+        _set("judges.0.provider", "gemini"),
+        "judges[0].provider: provider 'gemini' is not configured",
+    ),
+    (
+        "agent judge not defined",
+        _set("agents.2.judges", ["quality", "tone"]),
+        "agents[2].judges[1]: judge 'tone' is not defined",
+    ),
+    (
+        "subagent not defined",
+        _set("agents.0.subagents", ["billing", "ghost"]),
+        "agents[0].subagents[1]: agent or experiment 'ghost' is not defined",
+    ),
+    (
+        "subagent is itself",
+        _set("agents.2.subagents", ["other"]),
+        "agents[2].subagents[0]: an agent cannot be its own subagent",
+    ),
+    (
+        "mcp server not defined",
+        _set("agents.1.mcp_tools", [{"server": "search"}]),
+        "agents[1].mcp_tools[0].server: MCP server 'search' is not defined",
+    ),
+    (
+        "mcp only empty",
+        _set("agents.0.mcp_tools.1.only", []),
+        "agents[0].mcp_tools[1].only: must list at least one tool (or be omitted)",
+    ),
+    (
+        "judge without rubrics",
+        _empty_rubrics_without_the_bandit,
+        "judges[0].rubrics: must define at least one criterion",
+    ),
+    (
+        "judge rubric blank",
+        _set("judges.0.rubrics.helpfulness", " "),
+        "judges[0].rubrics.helpfulness: must describe what to assess",
+    ),
+    (
+        "judge sampling rate above 1",
+        _set("judges.0.sampling_rate", 1.5),
+        "judges[0].sampling_rate: must be between 0 and 1, got 1.5",
+    ),
+    (
+        "judge sampling rate negative",
+        _set("judges.0.sampling_rate", -0.1),
+        "judges[0].sampling_rate: must be between 0 and 1, got -0.1",
+    ),
+    (
+        "experiment without variants",
+        _set("experiments.0.variants", []),
+        "experiments[0].variants: must list at least one variant",
+    ),
+    (
+        "variant agent not defined",
+        _set("experiments.0.variants.1", {"agent": "ghost"}),
+        "experiments[0].variants[1].agent: agent 'ghost' is not defined",
+    ),
+    (
+        "variant is an experiment",
+        _set("experiments.0.variants.1", {"agent": "shadow-exp"}),
+        "experiments[0].variants[1].agent: 'shadow-exp' is an experiment (variants must be agents)",
+    ),
+    (
+        "variant listed twice",
+        _set("experiments.0.variants.1", {"agent": "support"}),
+        "experiments[0].variants[1].agent: 'support' is listed twice",
+    ),
+    (
+        "variant weight zero",
+        _set("experiments.0.variants.0.weight", 0),
+        "experiments[0].variants[0].weight: must be a finite number greater than 0, got 0.0",
+    ),
+    (
+        "variant weight infinite",
+        _set("experiments.0.variants.0.weight", float("inf")),
+        "experiments[0].variants[0].weight: must be a finite number greater than 0, got inf",
+    ),
+    (
+        "shadow field on a split experiment",
+        _set("experiments.0.primary", "support"),
+        "experiments[0].primary: only allowed with strategy 'shadow'",
+    ),
+    (
+        "bandit field on a shadow experiment",
+        _set("experiments.1.epsilon", 0.2),
+        "experiments[1].epsilon: only allowed with strategy 'bandit'",
+    ),
+    (
+        "shadow without primary",
+        _delete("experiments.1.primary"),
+        "experiments[1].primary: required with strategy 'shadow'",
+    ),
+    (
+        "shadow primary not a variant",
+        _set("experiments.1.primary", "billing"),
+        "experiments[1].primary: 'billing' is not one of the variants",
+    ),
+    (
+        "shadow sampling rate out of range",
+        _set("experiments.1.sampling_rate", 2),
+        "experiments[1].sampling_rate: must be between 0 and 1, got 2.0",
+    ),
+    (
+        "bandit without metric",
+        _delete("experiments.2.metric"),
+        "experiments[2].metric: required with strategy 'bandit' (as judge.criterion)",
+    ),
+    (
+        "bandit metric not judge.criterion",
+        _set("experiments.2.metric", "quality.tone"),
+        "experiments[2].metric: 'quality.tone' is not a judge.criterion of a defined judge",
+    ),
+    (
+        "bandit metric judge not used by a variant",
+        _set("agents.1.judges", []),
+        "experiments[2].metric: variant agent 'billing' does not use judge 'quality'",
+    ),
+    (
+        "bandit epsilon out of range",
+        _set("experiments.2.epsilon", 1.5),
+        "experiments[2].epsilon: must be between 0 and 1, got 1.5",
+    ),
+    (
+        "bandit min_samples negative",
+        _set("experiments.2.min_samples", -1),
+        "experiments[2].min_samples: must not be negative",
+    ),
+    (
+        "bandit window not positive",
+        _set("experiments.2.bandit_window_seconds", 0),
+        "experiments[2].bandit_window_seconds: must be greater than 0",
+    ),
+    (
+        "stdio mcp server without command",
+        _delete("mcp.files.command"),
+        "mcp.files.command: required with transport 'stdio'",
+    ),
+    (
+        "http mcp server without url",
+        _delete("mcp.docs.url"),
+        "mcp.docs.url: required with transport 'http'",
+    ),
+    (
+        "auth scope with both methods",
+        _set("auth.proxy.oidc", {"issuer_url": "https://idp/", "client_id": "gw"}),
+        "auth.proxy: must configure exactly one of basic or oidc",
+    ),
+    (
+        "auth scope with no method",
+        _set("auth.admin", {}),
+        "auth.admin: must configure exactly one of basic or oidc",
+    ),
+    (
+        "basic auth blank password",
+        _set("auth.proxy.basic.password", ""),
+        "auth.proxy.basic.password: must not be blank",
+    ),
+    (
+        "oidc blank client_id",
+        _set("auth.admin.oidc.client_id", " "),
+        "auth.admin.oidc.client_id: must not be blank",
+    ),
+    (
+        "missing required field",
+        _delete("agents.1.model"),
+        "agents[1].model: field required",
+    ),
+    (
+        "wrong field type",
+        _set("judges.0.sampling_rate", "often"),
+        "judges[0].sampling_rate: input should be a valid number, unable to parse string as a number",
+    ),
+    (
+        "unknown strategy",
+        _set("experiments.0.strategy", "roulette"),
+        "experiments[0].strategy: input should be 'split', 'shadow' or 'bandit'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "change", "message"), RULES, ids=[rule[0] for rule in RULES])
+def test_rule_reports_the_path_named_problem(
+    rule: str, change: Callable[[dict[str, Any]], None], message: str
+) -> None:
+    assert problems_after(change) == [message]
+
+
+def test_no_providers_is_reported_first() -> None:
+    problems = problems_after(lambda data: data.update(providers={}))
+    assert problems[0] == "providers: at least one provider must be configured"
+    assert "agents[0].provider: provider 'openai' is not configured" in problems
+
+
+def test_subagent_cycle_names_both_agents() -> None:
+    def cycle(data: dict[str, Any]) -> None:
+        data["agents"][1]["subagents"] = ["support"]
+
+    assert problems_after(cycle) == [
+        "agents[0].subagents[0]: 'billing' leads back to 'support' (subagents must not form a cycle)",
+        "agents[1].subagents[0]: 'support' leads back to 'billing' (subagents must not form a cycle)",
+    ]
+
+
+def test_subagent_cycle_through_an_experiment() -> None:
+    def cycle(data: dict[str, Any]) -> None:
+        data["agents"][2]["subagents"] = ["split-exp"]
+
+    assert problems_after(cycle) == [
+        "agents[2].subagents[0]: 'split-exp' leads back to 'other' (subagents must not form a cycle)"
+    ]
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    def break_three(data: dict[str, Any]) -> None:
+        data["agents"][2]["provider"] = "groq"
+        data["judges"][0]["sampling_rate"] = 3
+        data["default_user_id"] = ""
+
+    assert len(problems_after(break_three)) == 3
+
+
+def test_unknown_sections_and_keys_are_accepted() -> None:
+    data = valid_config()
+    data["telemetry"] = {"fmt": {"enabled": True}}
+    data["agents"][0]["temperature_hint"] = 0.2
+    config = load_config_data(data)
+    assert config.agents[0].name == "support"
+
+
+def test_environment_references_are_expanded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GW_TEST_KEY", "sk-from-env")
+    monkeypatch.delenv("GW_TEST_MISSING", raising=False)
+    config = load_config_text(
+        "providers:\n"
+        "  openai: {api_key: '${GW_TEST_KEY}', base_url: '${GW_TEST_MISSING:-http://fallback/v1}'}\n"
+        "agents: [{name: a, provider: openai, model: m}]\n"
+    )
+    assert config.providers["openai"].api_key == "sk-from-env"
+    assert config.providers["openai"].base_url == "http://fallback/v1"
+
+
+def test_missing_environment_variable_is_a_path_named_problem(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GW_TEST_MISSING", raising=False)
+    with pytest.raises(ConfigError) as raised:
+        load_config_text(
+            "providers: {openai: {api_key: '${GW_TEST_MISSING}'}}\n"
+            "agents: [{name: a, provider: openai, model: m}]\n"
+        )
+    assert raised.value.problems == [
+        "providers.openai.api_key: environment variable GW_TEST_MISSING is not set"
+    ]
+
+
+def test_yaml_syntax_error_is_reported() -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config_text("providers: {openai: [\nagents: -")
+    assert raised.value.problems[0].startswith("(file): not valid YAML")
+
+
+def test_top_level_must_be_a_mapping() -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config_text("- just\n- a list\n")
+    assert raised.value.problems == ["(file): the config must be a mapping of sections"]
+
+
+@pytest.mark.parametrize("name", ["coulisse.example.v010.yaml", "coulisse.init_template.v010.yaml"])
+def test_configs_of_the_original_service_load_unchanged(compat_dir: Path, name: str) -> None:
+    config = load_config_text((compat_dir / name).read_text())
+    assert config.agents
+
+
+@pytest.mark.parametrize("name", ["gateway.example.yaml", "demo.yaml"])
+def test_shipped_example_configs_are_valid(name: str) -> None:
+    path = Path(__file__).resolve().parent.parent / "examples" / name
+    assert load_config_text(path.read_text()).agents

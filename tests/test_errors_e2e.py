@@ -1,0 +1,209 @@
+"""Every failure on /v1 is an OpenAI error object with the right status."""
+
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from tests.conftest import api_key_of
+from tests.fakes.base import Reply
+from tests.fakes.openai_upstream import OpenAIUpstream
+from tests.server import GatewayServer
+
+
+def post(gateway: GatewayServer, body: Any, **options: Any) -> httpx.Response:
+    return httpx.post(f"{gateway.url}/v1/chat/completions", json=body, timeout=30, **options)
+
+
+def assert_error(response: httpx.Response, status: int, error_type: str, param: str | None) -> dict:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    error = response.json()["error"]
+    assert set(error) == {"type", "message", "code", "param"}
+    assert error["type"] == error_type
+    assert error["param"] == param
+    assert error["message"]
+    return error
+
+
+def chat(user_id: str | None = "u", **fields: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": "openai-agent",
+        "messages": [{"role": "user", "content": "Hi"}],
+    }
+    if user_id is not None:
+        body["safety_identifier"] = user_id
+    return {**body, **fields}
+
+
+@pytest.mark.parametrize(
+    ("body", "param", "code"),
+    [
+        (chat(user_id=None), "safety_identifier", "missing_user"),
+        (chat(messages=[{"role": "system", "content": "x"}]), "messages", "missing_user_message"),
+        (chat(model="no-such-agent"), "model", "model_not_found"),
+        (chat(metadata={"tokens_per_day": "ten"}), "metadata.tokens_per_day", "invalid_metadata"),
+        (chat(metadata={"tokens_per_hour": "-5"}), "metadata.tokens_per_hour", "invalid_metadata"),
+        (
+            chat(metadata={"tokens_per_month": "1.5"}),
+            "metadata.tokens_per_month",
+            "invalid_metadata",
+        ),
+        (chat(metadata={"language": "en_US"}), "metadata.language", "invalid_metadata"),
+        (chat(metadata={"language": "not a tag"}), "metadata.language", "invalid_metadata"),
+        (
+            chat(
+                response_format={
+                    "type": "json_schema",
+                    "json_schema": {"name": "x", "schema": {"type": "nope"}},
+                }
+            ),
+            "response_format.json_schema.schema",
+            "invalid_json_schema",
+        ),
+        (chat(response_format={"type": "xml"}), "response_format.type", "invalid_response_format"),
+        (chat(messages="hello"), "messages", "invalid_type"),
+        (chat(messages=[]), "messages", "invalid_type"),
+        (chat(messages=[{"role": "wizard", "content": "x"}]), "messages[0].role", "invalid_type"),
+        (chat(temperature="hot"), "temperature", "invalid_type"),
+        (chat(metadata={"tokens_per_day": 100}), "metadata.tokens_per_day", "invalid_type"),
+        ({"messages": [{"role": "user", "content": "Hi"}]}, "model", "invalid_type"),
+    ],
+    ids=[
+        "no-user-id",
+        "no-user-message",
+        "unknown-agent",
+        "budget-not-integer",
+        "budget-negative",
+        "budget-fraction",
+        "language-underscore",
+        "language-garbage",
+        "malformed-json-schema",
+        "unknown-response-format",
+        "messages-not-a-list",
+        "messages-empty",
+        "unknown-role",
+        "temperature-not-number",
+        "metadata-value-not-string",
+        "model-missing",
+    ],
+)
+def test_bad_request_is_400_naming_the_field(
+    gateway: GatewayServer, body: dict, param: str, code: str
+) -> None:
+    error = assert_error(post(gateway, body), 400, "invalid_request_error", param)
+    assert error["code"] == code
+
+
+def test_malformed_json_body_is_400(gateway: GatewayServer) -> None:
+    response = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        content=b'{"model": "openai-agent", "messages": [',
+        headers={"Content-Type": "application/json"},
+    )
+    assert assert_error(response, 400, "invalid_request_error", None)["code"] == "invalid_json"
+
+
+def test_unknown_route_is_404(gateway: GatewayServer) -> None:
+    assert_error(httpx.get(f"{gateway.url}/v1/embeddings"), 404, "not_found_error", None)
+    assert_error(
+        httpx.post(f"{gateway.url}/v1/nothing/here", json={}), 404, "not_found_error", None
+    )
+
+
+def test_wrong_method_is_405(gateway: GatewayServer) -> None:
+    response = httpx.get(f"{gateway.url}/v1/chat/completions")
+    assert_error(response, 405, "invalid_request_error", None)
+    assert "POST" in response.headers["allow"]
+    assert_error(httpx.delete(f"{gateway.url}/v1/models"), 405, "invalid_request_error", None)
+
+
+def test_sdk_sees_unknown_agent_as_bad_request(client: openai.OpenAI, user_id: str) -> None:
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.chat.completions.create(
+            model="nope", messages=[{"role": "user", "content": "x"}], safety_identifier=user_id
+        )
+    assert raised.value.status_code == 400
+    assert "nope" in raised.value.message
+
+
+def test_upstream_server_error_is_502(gateway: GatewayServer, openai_fake: OpenAIUpstream) -> None:
+    openai_fake.script(Reply.of_error(500, {"error": {"message": "boom", "type": "server_error"}}))
+    error = assert_error(post(gateway, chat()), 502, "upstream_error", None)
+    assert "openai" in error["message"] and "boom" in error["message"]
+
+
+def test_upstream_auth_failure_is_502_without_leaking_the_key(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream
+) -> None:
+    key = api_key_of("openai")
+    openai_fake.script(Reply.of_error(401, f"Incorrect API key provided: {key}"))
+    response = post(gateway, chat())
+    error = assert_error(response, 502, "upstream_error", None)
+    assert error["code"] == "upstream_auth"
+    assert key not in response.text
+
+
+def test_upstream_rate_limit_is_429_with_retry_after(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream
+) -> None:
+    openai_fake.script(Reply.of_error(429, "Rate limit reached", headers={"Retry-After": "17"}))
+    response = post(gateway, chat())
+    assert_error(response, 429, "rate_limit_exceeded", None)
+    assert response.headers["retry-after"] == "17"
+
+
+def test_dropped_upstream_connection_is_502(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream
+) -> None:
+    openai_fake.script(Reply(drop=True))
+    assert_error(post(gateway, chat()), 502, "upstream_error", None)
+
+
+def test_upstream_timeout_is_504(gateway: GatewayServer, fakes: dict) -> None:
+    fakes["deepseek"].script(Reply.of_text("late", delay=2.5))
+    error = assert_error(post(gateway, chat(model="deepseek-agent")), 504, "upstream_error", None)
+    assert error["code"] == "upstream_timeout"
+
+
+def test_upstream_failure_before_a_stream_starts_is_an_http_error(
+    client: openai.OpenAI, openai_fake: OpenAIUpstream, user_id: str
+) -> None:
+    openai_fake.script(Reply.of_error(503, "overloaded"))
+    with pytest.raises(openai.APIStatusError) as raised:
+        client.chat.completions.create(
+            model="openai-agent",
+            messages=[{"role": "user", "content": "x"}],
+            safety_identifier=user_id,
+            stream=True,
+        )
+    assert raised.value.status_code == 503
+
+
+def test_mid_stream_failure_ends_with_an_error_frame(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream
+) -> None:
+    openai_fake.script(Reply.of_chunks("one ", "two ", "three", drop_after_chunks=2))
+    with httpx.stream(
+        "POST", f"{gateway.url}/v1/chat/completions", json=chat(stream=True), timeout=30
+    ) as response:
+        assert response.status_code == 200
+        frames = [line for line in response.iter_lines() if line.startswith("data: ")]
+    assert '"content":"one "' in frames[1]
+    assert frames[-1].startswith('data: {"error":')
+    assert "[DONE]" not in "".join(frames)
+
+
+def test_sdk_raises_on_a_mid_stream_error_frame(
+    client: openai.OpenAI, openai_fake: OpenAIUpstream, user_id: str
+) -> None:
+    openai_fake.script(Reply.of_chunks("one ", "two ", "three", drop_after_chunks=2))
+    stream = client.chat.completions.create(
+        model="openai-agent",
+        messages=[{"role": "user", "content": "x"}],
+        safety_identifier=user_id,
+        stream=True,
+    )
+    with pytest.raises(openai.APIError):
+        list(stream)

@@ -1,0 +1,198 @@
+"""Whole journeys that need their own gateway processes: hand edits of the config,
+client disconnects, two processes sharing one database, and PostgreSQL."""
+
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import psycopg
+import pytest
+
+from tests.fakes.base import Reply
+from tests.fakes.openai_upstream import OpenAIUpstream
+from tests.server import GatewayServer
+
+
+def wait_for(condition: Callable[[], bool], what: str, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def config_text(fake: OpenAIUpstream, *agents: str, extra: str = "") -> str:
+    lines = [
+        "# Hand-written config used by the journey tests",
+        "default_user_id: main",
+        f"providers:\n  openai: {{api_key: sk-journey, base_url: '{fake.base_url}'}}",
+        "agents:",
+    ]
+    lines += [f"  - {{name: {name}, provider: openai, model: m-{name}}}" for name in agents]
+    return "\n".join(lines) + "\n" + extra
+
+
+def model_ids(server: GatewayServer) -> list[str]:
+    return [model["id"] for model in httpx.get(f"{server.url}/v1/models").json()["data"]]
+
+
+@pytest.fixture
+def own_gateway(tmp_path: Path, openai_fake: OpenAIUpstream) -> Iterator[GatewayServer]:
+    server = GatewayServer(tmp_path, config_text(openai_fake, "first")).start()
+    yield server
+    server.stop()
+
+
+def test_hand_edits_reload_live_and_broken_edits_are_logged_and_ignored(
+    own_gateway: GatewayServer, openai_fake: OpenAIUpstream
+) -> None:
+    assert model_ids(own_gateway) == ["first"]
+
+    own_gateway.config_path.write_text(config_text(openai_fake, "first", "second"))
+    wait_for(lambda: model_ids(own_gateway) == ["first", "second"], "the added agent")
+
+    broken = (
+        config_text(openai_fake, "first", "second")
+        + "  - {name: third, provider: cohere, model: x}\n"
+    )
+    own_gateway.config_path.write_text(broken)
+    message = "agents[2].provider: provider 'cohere' is not configured"
+    wait_for(lambda: message in own_gateway.log(), "the rejection in the log")
+    assert model_ids(own_gateway) == ["first", "second"]
+    readiness = httpx.get(f"{own_gateway.url}/readyz").json()
+    assert readiness["config"] == "ok" and readiness["database"] == "ok"
+
+    # default_user_id identifies requests that carry no user.
+    client = openai.OpenAI(base_url=f"{own_gateway.url}/v1", api_key="x", max_retries=0)
+    reply = client.chat.completions.create(
+        model="second", messages=[{"role": "user", "content": "yo"}]
+    )
+    assert reply.choices[0].message.content == "You said: yo"
+    assert openai_fake.last.body["model"] == "m-second"
+
+    own_gateway.config_path.write_text(config_text(openai_fake, "first", "third"))
+    wait_for(lambda: model_ids(own_gateway) == ["first", "third"], "the fixed config")
+
+
+def test_each_request_writes_one_structured_log_line(own_gateway: GatewayServer) -> None:
+    request_id = uuid.uuid4().hex
+    httpx.post(
+        f"{own_gateway.url}/v1/chat/completions",
+        json={
+            "model": "first",
+            "messages": [{"role": "user", "content": "x"}],
+            "safety_identifier": "log-user",
+        },
+        headers={"X-Request-ID": request_id},
+    )
+    wait_for(lambda: request_id in own_gateway.log(), "the request's log line")
+    line = next(line for line in own_gateway.log().splitlines() if request_id in line)
+    for field in (
+        '"user": "log-user"',
+        '"agent": "first"',
+        '"provider": "openai"',
+        '"status": 200',
+        '"tokens": 18',
+    ):
+        assert field in line
+    assert '"latency_ms"' in line and '"variant"' in line
+
+
+def stored_messages(server: GatewayServer, user: str) -> list[tuple[str, str]]:
+    with sqlite3.connect(server.workdir / "gateway.sqlite3") as database:
+        return database.execute(
+            "SELECT role, content FROM inference_storedmessage WHERE user_id = ? ORDER BY id",
+            (user,),
+        ).fetchall()
+
+
+def test_client_disconnect_cancels_upstream_and_keeps_the_partial_reply(
+    own_gateway: GatewayServer, openai_fake: OpenAIUpstream
+) -> None:
+    words = [f"w{index} " for index in range(400)]
+    openai_fake.script(Reply.of_chunks(*words, chunk_delay=0.02))
+    body = {
+        "model": "first",
+        "messages": [{"role": "user", "content": "long story"}],
+        "safety_identifier": "leaver",
+        "stream": True,
+    }
+    with httpx.stream("POST", f"{own_gateway.url}/v1/chat/completions", json=body) as response:
+        lines = response.iter_lines()
+        received = [line for _, line in zip(range(8), lines, strict=False)]
+    assert any('"content":"w0 "' in line for line in received)
+
+    wait_for(lambda: openai_fake.requests[-1].disconnected, "the upstream connection to close")
+    wait_for(lambda: len(stored_messages(own_gateway, "leaver")) == 2, "the partial exchange")
+    (user_role, question), (assistant_role, partial) = stored_messages(own_gateway, "leaver")
+    assert (user_role, question, assistant_role) == ("user", "long story", "assistant")
+    assert partial.startswith("w0 w1 ") and len(partial) < len("".join(words))
+
+
+def test_two_processes_share_budgets_and_history(
+    tmp_path: Path, openai_fake: OpenAIUpstream
+) -> None:
+    first = GatewayServer(tmp_path, config_text(openai_fake, "first")).start()
+    second = GatewayServer(tmp_path, config_text(openai_fake, "first")).start(migrate=False)
+    try:
+        shared_database_journey(first, second, openai_fake)
+    finally:
+        first.stop()
+        second.stop()
+
+
+def shared_database_journey(
+    first: GatewayServer, second: GatewayServer, fake: OpenAIUpstream
+) -> None:
+    one = openai.OpenAI(base_url=f"{first.url}/v1", api_key="x", max_retries=0)
+    two = openai.OpenAI(base_url=f"{second.url}/v1", api_key="x", max_retries=0)
+    fake.script(Reply.of_text("Blue.", prompt_tokens=30, completion_tokens=20))
+    one.chat.completions.create(
+        model="first",
+        messages=[{"role": "user", "content": "Favourite colour?"}],
+        safety_identifier="shared",
+    )
+    two.chat.completions.create(
+        model="first", messages=[{"role": "user", "content": "Why?"}], safety_identifier="shared"
+    )
+    assert fake.last.body["messages"] == [
+        {"role": "user", "content": "Favourite colour?"},
+        {"role": "assistant", "content": "Blue."},
+        {"role": "user", "content": "Why?"},
+    ]
+    with pytest.raises(openai.RateLimitError):
+        one.chat.completions.create(
+            model="first",
+            messages=[{"role": "user", "content": "More?"}],
+            safety_identifier="shared",
+            metadata={"tokens_per_day": "60"},
+        )
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    name = f"gateway_test_{uuid.uuid4().hex[:10]}"
+    admin = "postgresql://postgres@127.0.0.1:5432/postgres"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    yield f"postgres://postgres@127.0.0.1:5432/{name}"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def test_two_processes_on_postgresql(
+    tmp_path: Path, openai_fake: OpenAIUpstream, postgres_url: str
+) -> None:
+    text = config_text(openai_fake, "first")
+    first = GatewayServer(tmp_path, text, database_url=postgres_url).start()
+    second = GatewayServer(tmp_path, text, database_url=postgres_url).start(migrate=False)
+    try:
+        assert httpx.get(f"{first.url}/readyz").json()["database"] == "ok"
+        shared_database_journey(first, second, openai_fake)
+    finally:
+        first.stop()
+        second.stop()
