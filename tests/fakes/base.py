@@ -134,6 +134,7 @@ class FakeUpstream:
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeUpstream
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
