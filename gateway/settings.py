@@ -25,10 +25,10 @@ ALLOWED_HOSTS = ["*"]
 GATEWAY_CONFIG = Path(os.environ.get("GATEWAY_CONFIG", WORKING_DIR / "gateway.yaml")).resolve()
 
 INSTALLED_APPS = [
+    "gateway",  # first: its runserver (daphne's, on port 8421) must win over the others
     "daphne",
     "django.contrib.contenttypes",
     "django.contrib.staticfiles",
-    "gateway",
     "agents",
     "inference",
     "adminui",
