@@ -8,6 +8,7 @@ from ninja.errors import HttpError, ValidationError
 
 from agents.loader import format_path
 from gateway import runtime
+from inference import enforcement
 from inference.errors import ApiError, invalid_request
 from inference.pipeline import (
     billed_usage,
@@ -45,16 +46,21 @@ async def chat_completions(request: HttpRequest, payload: ChatCompletionIn) -> H
     provider = current.providers.provider(
         turn.agent.provider, config.providers[turn.agent.provider]
     )
+    max_repairs = config.structured_output.max_repairs
     try:
         if payload.stream:
-            frames = await open_stream(turn, provider.stream(turn.request), log)
+            events = enforcement.stream(provider, turn.request, max_repairs)
+            frames = await open_stream(turn, events, log)
             response = StreamingHttpResponse(frames, content_type="text/event-stream")
             response["Cache-Control"] = "no-cache"
             response["X-Accel-Buffering"] = "no"
             return response
-        reply = await provider.complete(turn.request)
+        reply = await enforcement.complete(provider, turn.request, max_repairs)
     except ProviderError as error:
         log.error = error.code
+        log.tokens = error.usage.total_tokens
+        if error.usage.total_tokens:
+            await record_turn(turn, error.usage, None)
         headers = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else None
         raise ApiError(
             error.status,

@@ -1,9 +1,10 @@
 """The request pipeline of ``POST /v1/chat/completions`` (DESIGN 4.1).
 
 identify user → parse metadata → check token budgets → require a user message →
-resolve agent → build messages → call the provider → record usage and history →
-respond. Database work is batched: one worker-thread call before the provider call
-(budgets + history), one after it (ledger + history).
+resolve agent → build messages → call the provider (``enforcement`` validates and
+repairs structured output) → record usage and history → respond. Database work is
+batched: one worker-thread call before the provider call (budgets + history), one
+after it (ledger + history).
 """
 
 import time
@@ -102,7 +103,7 @@ def billed_usage(turn: Turn, reply: str, reported: Usage) -> Usage:
     return Usage(prompt_tokens=estimate_tokens(prompt), completion_tokens=estimate_tokens(reply))
 
 
-def _record(turn: Turn, usage: Usage, reply: str, now: datetime) -> None:
+def _record(turn: Turn, usage: Usage, reply: str | None, now: datetime) -> None:
     with transaction.atomic():
         LedgerEntry.objects.create(
             user_id=turn.user_id,
@@ -114,12 +115,14 @@ def _record(turn: Turn, usage: Usage, reply: str, now: datetime) -> None:
             total_tokens=usage.total_tokens,
             created_at=now,
         )
-        StoredMessage.objects.bulk_create(
-            exchange_rows(turn.user_id, turn.requested_model, turn.user_text, reply)
-        )
+        if reply is not None:
+            StoredMessage.objects.bulk_create(
+                exchange_rows(turn.user_id, turn.requested_model, turn.user_text, reply)
+            )
 
 
-async def record_turn(turn: Turn, usage: Usage, reply: str) -> None:
+async def record_turn(turn: Turn, usage: Usage, reply: str | None) -> None:
+    """Bill the turn; store the exchange in history unless it produced no reply (``None``)."""
     await sync_to_async(_record)(turn, usage, reply, timezone.now())
 
 

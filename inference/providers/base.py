@@ -2,17 +2,22 @@
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
 from agents.schema import ProviderConfig
-from inference.providers.types import ChatRequest, ChatResponse, StreamEvent
+from inference.providers.types import ChatRequest, ChatResponse, Finish, StreamEvent, Usage
 
 
 class ProviderError(Exception):
-    """An upstream failure, already phrased as the OpenAI-style error the client gets."""
+    """An upstream failure, already phrased as the OpenAI-style error the client gets.
+
+    ``usage`` is what the failed call had already spent (e.g. replies that never
+    validated), so it can still be billed.
+    """
 
     def __init__(
         self,
@@ -21,6 +26,7 @@ class ProviderError(Exception):
         code: str = "upstream_error",
         retry_after: int | None = None,
         error_type: str = "upstream_error",
+        usage: Usage | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -28,10 +34,11 @@ class ProviderError(Exception):
         self.code = code
         self.retry_after = retry_after
         self.error_type = error_type
+        self.usage = usage or Usage()
 
 
 class Provider:
-    """One wire format. Subclasses implement ``complete`` and ``stream``."""
+    """One wire format. Subclasses implement ``complete`` and ``stream_events``."""
 
     default_base_urls: dict[str, str] = {}
 
@@ -44,7 +51,17 @@ class Provider:
     async def complete(self, request: ChatRequest) -> ChatResponse:
         raise NotImplementedError
 
-    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """The reply as stream events; a stream cut before the reply finished is a 502."""
+        finished = False
+        async with aclosing(self.stream_events(request)) as events:
+            async for event in events:
+                finished = finished or isinstance(event, Finish)
+                yield event
+        if not finished:
+            raise ProviderError(502, f"{self.kind} ended the stream before the reply was complete")
+
+    def stream_events(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         raise NotImplementedError
 
     def headers(self) -> dict[str, str]:
@@ -78,6 +95,12 @@ class Provider:
         except httpx.HTTPError as error:
             raise self._transport_error(error) from error
 
+    def event_json(self, data: str) -> Any:
+        try:
+            return json.loads(data)
+        except ValueError as error:
+            raise ProviderError(502, f"{self.kind} sent a stream frame that is not JSON") from error
+
     def _transport_error(self, error: httpx.HTTPError) -> ProviderError:
         if isinstance(error, httpx.TimeoutException):
             return ProviderError(
@@ -87,19 +110,11 @@ class Provider:
         return ProviderError(502, f"could not reach {self.kind}: {reason}")
 
     def status_error(self, status: int, text: str, headers: httpx.Headers) -> ProviderError:
-        detail = self._redact(upstream_message(text))
+        detail = self.redact(upstream_message(text))
         if status == 429:
-            return ProviderError(
-                429,
-                f"{self.kind} rate limit reached: {detail}",
-                code="upstream_rate_limited",
-                retry_after=_retry_after(headers),
-                error_type="rate_limit_exceeded",
-            )
+            return self.rate_limited(detail, retry_after_header(headers))
         if status in (401, 403):
-            return ProviderError(
-                502, f"{self.kind} rejected the gateway's API key: {detail}", code="upstream_auth"
-            )
+            return self.auth_failed(detail)
         if status in (400, 404, 413, 422):
             return ProviderError(
                 400,
@@ -108,12 +123,29 @@ class Provider:
                 error_type="invalid_request_error",
             )
         if status in (503, 529):
-            return ProviderError(
-                503, f"{self.kind} is overloaded: {detail}", code="upstream_overloaded"
-            )
+            return self.overloaded(detail)
         return ProviderError(502, f"{self.kind} failed with status {status}: {detail}")
 
-    def _redact(self, text: str) -> str:
+    def rate_limited(self, detail: str, retry_after: int | None) -> ProviderError:
+        return ProviderError(
+            429,
+            f"{self.kind} rate limit reached: {detail}",
+            code="upstream_rate_limited",
+            retry_after=retry_after,
+            error_type="rate_limit_exceeded",
+        )
+
+    def auth_failed(self, detail: str) -> ProviderError:
+        return ProviderError(
+            502, f"{self.kind} rejected the gateway's API key: {detail}", code="upstream_auth"
+        )
+
+    def overloaded(self, detail: str) -> ProviderError:
+        return ProviderError(
+            503, f"{self.kind} is overloaded: {detail}", code="upstream_overloaded"
+        )
+
+    def redact(self, text: str) -> str:
         key = self.settings.api_key
         return text.replace(key, "[redacted]") if key else text
 
@@ -139,7 +171,16 @@ def upstream_message(text: str) -> str:
     return text.strip()[:500]
 
 
-def _retry_after(headers: httpx.Headers) -> int | None:
+def arguments_object(arguments: str) -> dict[str, Any]:
+    """Tool-call arguments as the JSON object Anthropic and Gemini want instead of text."""
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def retry_after_header(headers: httpx.Headers) -> int | None:
     value = headers.get("retry-after")
     try:
         return max(0, int(float(value))) if value is not None else None

@@ -1,16 +1,16 @@
 """The OpenAI chat-completions wire format, spoken by openai, groq and deepseek."""
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from inference.providers.base import Provider, ProviderError
+from inference.providers.base import Provider, ProviderError, upstream_message
 from inference.providers.types import (
     ChatRequest,
     ChatResponse,
     Finish,
     FinishReason,
     Message,
+    ResponseFormat,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -66,18 +66,14 @@ class OpenAIFormatProvider(Provider):
             tool_calls=calls,
         )
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    async def stream_events(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         async for event in self.post_sse(self.url, encode_request(request, stream=True)):
             if event.data.strip() == "[DONE]":
                 return
-            try:
-                chunk = json.loads(event.data)
-            except ValueError as error:
-                raise ProviderError(
-                    502, f"{self.kind} sent a stream frame that is not JSON"
-                ) from error
+            chunk = self.event_json(event.data)
             if "error" in chunk:
-                raise ProviderError(502, f"{self.kind} failed mid-stream: {chunk['error']}")
+                detail = self.redact(upstream_message(event.data))
+                raise ProviderError(502, f"{self.kind} failed mid-stream: {detail}")
             for item in _chunk_events(chunk):
                 yield item
 
@@ -108,23 +104,27 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
             for tool in request.tools
         ]
     if request.response_format is not None:
-        body["response_format"] = encode_response_format(request)
+        response_format = encode_response_format(request.response_format)
+        if response_format is not None:
+            body["response_format"] = response_format
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
     return body
 
 
-def encode_response_format(request: ChatRequest) -> dict[str, Any]:
-    response_format = request.response_format
-    assert response_format is not None
-    if response_format.kind == "json_object" or response_format.schema is None:
+def encode_response_format(response_format: ResponseFormat) -> dict[str, Any] | None:
+    """JSON mode, or the schema when it has the object root the API requires."""
+    if response_format.kind == "json_object":
         return {"type": "json_object"}
+    schema = response_format.object_schema
+    if schema is None:
+        return None
     return {
         "type": "json_schema",
         "json_schema": {
             "name": response_format.name,
-            "schema": response_format.schema,
+            "schema": schema,
             "strict": response_format.strict,
         },
     }

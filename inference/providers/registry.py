@@ -3,13 +3,19 @@
 import httpx
 
 from agents.schema import ProviderConfig
+from inference.providers.anthropic_format import AnthropicProvider
 from inference.providers.base import Provider
+from inference.providers.cohere_format import CohereProvider
+from inference.providers.gemini_format import GeminiProvider
 from inference.providers.openai_format import OpenAIFormatProvider
 
 PROVIDER_CLASSES: dict[str, type[Provider]] = {
     "openai": OpenAIFormatProvider,
     "groq": OpenAIFormatProvider,
     "deepseek": OpenAIFormatProvider,
+    "anthropic": AnthropicProvider,
+    "gemini": GeminiProvider,
+    "cohere": CohereProvider,
 }
 
 

@@ -5,7 +5,7 @@ a provider module turns it into its own HTTP call and turns the answer back into
 ``ChatResponse`` or a sequence of ``StreamEvent``.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 Role = Literal["user", "assistant", "tool"]
@@ -16,6 +16,9 @@ class ToolCall:
     id: str
     name: str
     arguments: str  # JSON text, as the model wrote it
+    # Opaque token a provider needs back with the call in later turns (Gemini's thought
+    # signature); None for providers that have none.
+    signature: str | None = None
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,13 @@ class ResponseFormat:
     schema: dict[str, Any] | None = None
     name: str = "response"
     strict: bool = False
+
+    @property
+    def object_schema(self) -> dict[str, Any] | None:
+        """The schema if it has an object root, which most native JSON modes require."""
+        if self.schema is not None and self.schema.get("type") == "object":
+            return self.schema
+        return None
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,7 @@ class ToolCallDelta:
     id: str | None = None
     name: str | None = None
     arguments: str = ""
+    signature: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,7 +132,7 @@ class StreamAccumulator:
     """Folds stream events into the ``ChatResponse`` they add up to."""
 
     text: list[str] = field(default_factory=list)
-    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    calls: dict[int, ToolCall] = field(default_factory=dict)
     finish_reason: FinishReason = "stop"
     usage: Usage = Usage()
 
@@ -129,11 +140,14 @@ class StreamAccumulator:
         match event:
             case TextDelta(text=text):
                 self.text.append(text)
-            case ToolCallDelta(index=index, id=call_id, name=name, arguments=arguments):
-                call = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
-                call["id"] = call_id or call["id"]
-                call["name"] = name or call["name"]
-                call["arguments"] += arguments
+            case ToolCallDelta():
+                call = self.calls.get(event.index, ToolCall(id="", name="", arguments=""))
+                self.calls[event.index] = ToolCall(
+                    id=event.id or call.id,
+                    name=event.name or call.name,
+                    arguments=call.arguments + event.arguments,
+                    signature=event.signature or call.signature,
+                )
             case Finish(reason=reason):
                 self.finish_reason = reason
             case UsageReport(usage=usage):
@@ -141,7 +155,7 @@ class StreamAccumulator:
 
     def response(self) -> ChatResponse:
         calls = tuple(
-            ToolCall(id=call["id"], name=call["name"], arguments=call["arguments"] or "{}")
+            replace(call, arguments=call.arguments or "{}")
             for _, call in sorted(self.calls.items())
         )
         return ChatResponse(

@@ -1,0 +1,261 @@
+"""The Anthropic Messages API (``POST /v1/messages``).
+
+Structured output is native through a forced tool: the schema becomes the input schema
+of a ``json_response`` tool the model must call, and that call's input is handed back as
+the reply's text. Only when the request has no tools of its own (forcing one tool would
+keep the model from the others) and the schema has an object root (tool inputs are
+objects); otherwise the system-prompt instruction alone asks for JSON.
+"""
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from inference.providers.base import Provider, ProviderError, arguments_object, upstream_message
+from inference.providers.types import (
+    ChatRequest,
+    ChatResponse,
+    Finish,
+    FinishReason,
+    Message,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+    UsageReport,
+)
+
+API_VERSION = "2023-06-01"
+# Anthropic requires max_tokens. 4096 is within the output limit of every Claude model.
+DEFAULT_MAX_TOKENS = 4096
+RESPONSE_TOOL = "json_response"
+
+_STOP_REASONS: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+}
+
+
+class AnthropicProvider(Provider):
+    default_base_urls = {"anthropic": "https://api.anthropic.com"}
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/v1/messages"
+
+    def headers(self) -> dict[str, str]:
+        return {"x-api-key": self.settings.api_key, "anthropic-version": API_VERSION}
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        body = await self.post_json(self.url, encode_request(request, stream=False))
+        if not isinstance(body.get("content"), list):
+            raise ProviderError(502, f"{self.kind} returned a reply without content")
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        for block in body["content"]:
+            if block.get("type") == "text":
+                text.append(block.get("text") or "")
+            elif block.get("type") == "tool_use" and _is_response_tool(request, block):
+                text.append(json.dumps(block.get("input") or {}))
+            elif block.get("type") == "tool_use":
+                arguments = json.dumps(block.get("input") or {})
+                calls.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments))
+        reason = _STOP_REASONS.get(body.get("stop_reason") or "end_turn", "stop")
+        return ChatResponse(
+            text="".join(text),
+            finish_reason="tool_calls" if calls else _no_tool_calls(reason),
+            usage=_usage(body.get("usage")),
+            tool_calls=tuple(calls),
+        )
+
+    async def stream_events(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        state = _StreamState(request)
+        async for event in self.post_sse(self.url, encode_request(request, stream=True)):
+            if event.event == "ping" or not event.data:
+                continue
+            payload = self.event_json(event.data)
+            if payload.get("type") == "error":
+                raise self._stream_error(event.data, payload)
+            for item in state.events(payload):
+                yield item
+            if payload.get("type") == "message_stop":
+                return
+
+    def _stream_error(self, data: str, payload: dict[str, Any]) -> ProviderError:
+        detail = self.redact(upstream_message(data))
+        error_type = (payload.get("error") or {}).get("type")
+        if error_type == "overloaded_error":
+            return self.overloaded(detail)
+        if error_type == "rate_limit_error":
+            return self.rate_limited(detail, None)
+        return ProviderError(502, f"{self.kind} failed mid-stream: {detail}")
+
+
+def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
+    sampling = request.sampling
+    body: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": sampling.max_tokens or DEFAULT_MAX_TOKENS,
+        "messages": encode_messages(request.messages),
+    }
+    if request.system:
+        body["system"] = request.system
+    if sampling.temperature is not None:
+        body["temperature"] = sampling.temperature
+    if sampling.top_p is not None:
+        body["top_p"] = sampling.top_p
+    if sampling.stop:
+        body["stop_sequences"] = list(sampling.stop)
+    tools = [
+        {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+        for tool in request.tools
+    ]
+    schema = _response_tool_schema(request)
+    if schema is not None:
+        tools.append(
+            {
+                "name": RESPONSE_TOOL,
+                "description": "Give your reply: its input is the JSON value of the reply.",
+                "input_schema": schema,
+            }
+        )
+        body["tool_choice"] = {"type": "tool", "name": RESPONSE_TOOL}
+    if tools:
+        body["tools"] = tools
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def encode_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """Content blocks per turn; tool results ride in the user turn, consecutive turns merge."""
+    encoded: list[dict[str, Any]] = []
+    for message in messages:
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if not blocks:
+            continue
+        if encoded and encoded[-1]["role"] == role:
+            encoded[-1]["content"].extend(blocks)
+        else:
+            encoded.append({"role": role, "content": blocks})
+    return encoded
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [
+            {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
+        ]
+    blocks: list[dict[str, Any]] = []
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    blocks.extend(
+        {
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.name,
+            "input": arguments_object(call.arguments),
+        }
+        for call in message.tool_calls
+    )
+    return blocks
+
+
+def _response_tool_schema(request: ChatRequest) -> dict[str, Any] | None:
+    response_format = request.response_format
+    if response_format is None or request.tools:
+        return None
+    if response_format.kind == "json_object":
+        return {"type": "object"}
+    return response_format.object_schema
+
+
+def _is_response_tool(request: ChatRequest, block: dict[str, Any]) -> bool:
+    return block.get("name") == RESPONSE_TOOL and _response_tool_schema(request) is not None
+
+
+def _no_tool_calls(reason: FinishReason) -> FinishReason:
+    # A forced response tool ends with stop_reason "tool_use", but it is the reply itself.
+    return "stop" if reason == "tool_calls" else reason
+
+
+def _usage(usage: dict[str, Any] | None) -> Usage:
+    if not usage:
+        return Usage()
+    return Usage(
+        prompt_tokens=_input_tokens(usage), completion_tokens=int(usage.get("output_tokens") or 0)
+    )
+
+
+def _input_tokens(usage: dict[str, Any]) -> int:
+    """Anthropic counts cached prompt tokens apart from ``input_tokens``; all are prompt."""
+    return sum(
+        int(usage.get(name) or 0)
+        for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+
+
+@dataclass
+class _StreamState:
+    """Turns ``message_start`` … ``message_stop`` events into neutral stream events."""
+
+    request: ChatRequest
+    prompt_tokens: int = 0
+    call_index: dict[int, int] = field(default_factory=dict)  # content block → tool call
+    response_blocks: set[int] = field(default_factory=set)
+
+    def events(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        kind = payload.get("type")
+        index = payload.get("index", 0)
+        if kind == "message_start":
+            self.prompt_tokens = _input_tokens(payload["message"].get("usage") or {})
+        elif kind == "content_block_start":
+            return self._block_start(index, payload["content_block"])
+        elif kind == "content_block_delta":
+            return self._block_delta(index, payload["delta"])
+        elif kind == "message_delta":
+            return self._message_delta(payload)
+        return []
+
+    def _block_start(self, index: int, block: dict[str, Any]) -> list[StreamEvent]:
+        if block.get("type") == "text" and block.get("text"):
+            return [TextDelta(block["text"])]
+        if block.get("type") != "tool_use":
+            return []
+        if _is_response_tool(self.request, block):
+            self.response_blocks.add(index)
+            return []
+        self.call_index[index] = len(self.call_index)
+        return [ToolCallDelta(index=self.call_index[index], id=block["id"], name=block["name"])]
+
+    def _block_delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
+        if delta.get("type") == "text_delta":
+            return [TextDelta(delta["text"])]
+        if delta.get("type") != "input_json_delta":
+            return []
+        if index in self.response_blocks:
+            return [TextDelta(delta["partial_json"])]
+        if index in self.call_index:
+            return [ToolCallDelta(index=self.call_index[index], arguments=delta["partial_json"])]
+        return []
+
+    def _message_delta(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        reason = (payload.get("delta") or {}).get("stop_reason")
+        if reason:
+            finish = _STOP_REASONS.get(reason, "stop")
+            events.append(Finish(finish if self.call_index else _no_tool_calls(finish)))
+        usage = payload.get("usage")
+        if usage:
+            prompt = _input_tokens(usage) or self.prompt_tokens
+            completion = int(usage.get("output_tokens") or 0)
+            events.append(UsageReport(Usage(prompt_tokens=prompt, completion_tokens=completion)))
+        return events

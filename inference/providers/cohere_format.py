@@ -1,0 +1,205 @@
+"""Cohere's v2 chat API (``POST /v2/chat``)."""
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from inference.providers.base import Provider, ProviderError, upstream_message
+from inference.providers.types import (
+    ChatRequest,
+    ChatResponse,
+    Finish,
+    FinishReason,
+    Message,
+    ResponseFormat,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+    UsageReport,
+)
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "COMPLETE": "stop",
+    "STOP_SEQUENCE": "stop",
+    "MAX_TOKENS": "length",
+    "TOOL_CALL": "tool_calls",
+}
+# Finish reasons that mean the generation failed rather than ended.
+_FAILED = {"ERROR", "TIMEOUT"}
+# Cohere answers an unusable key with its own 498 besides the usual 401.
+_INVALID_TOKEN = 498
+
+
+class CohereProvider(Provider):
+    default_base_urls = {"cohere": "https://api.cohere.com"}
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/v2/chat"
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.settings.api_key}"}
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        body = await self.post_json(self.url, encode_request(request, stream=False))
+        message = body.get("message")
+        if not isinstance(message, dict):
+            raise ProviderError(502, f"{self.kind} returned a reply without a message")
+        reason = body.get("finish_reason") or "COMPLETE"
+        if reason in _FAILED:
+            raise ProviderError(502, f"{self.kind} stopped generating: {reason}")
+        text = "".join(
+            item.get("text") or ""
+            for item in message.get("content") or []
+            if item.get("type") == "text"
+        )
+        calls = tuple(
+            ToolCall(
+                id=call["id"],
+                name=call["function"]["name"],
+                arguments=call["function"].get("arguments") or "{}",
+            )
+            for call in message.get("tool_calls") or []
+        )
+        return ChatResponse(
+            text=text,
+            finish_reason=_FINISH_REASONS.get(reason, "stop"),
+            usage=_usage(body.get("usage")),
+            tool_calls=calls,
+        )
+
+    async def stream_events(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        state = _StreamState()
+        async for event in self.post_sse(self.url, encode_request(request, stream=True)):
+            if not event.data.strip() or event.data.strip() == "[DONE]":
+                continue
+            payload = self.event_json(event.data)
+            if payload.get("type") == "message-end":
+                delta = payload.get("delta") or {}
+                if delta.get("error") or delta.get("finish_reason") in _FAILED:
+                    detail = self.redact(str(delta.get("error") or delta.get("finish_reason")))
+                    raise ProviderError(502, f"{self.kind} failed mid-stream: {detail}")
+            for item in state.events(payload):
+                yield item
+            if payload.get("type") == "message-end":
+                return
+
+    def status_error(self, status: int, text: str, headers: httpx.Headers) -> ProviderError:
+        if status == _INVALID_TOKEN:
+            return self.auth_failed(self.redact(upstream_message(text)))
+        return super().status_error(status, text, headers)
+
+
+def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    messages.extend(_encode_message(message) for message in request.messages)
+    body: dict[str, Any] = {"model": request.model, "messages": messages, "stream": stream}
+    sampling = request.sampling
+    for name, value in (
+        ("temperature", sampling.temperature),
+        ("p", sampling.top_p),
+        ("max_tokens", sampling.max_tokens),
+        ("seed", sampling.seed),
+    ):
+        if value is not None:
+            body[name] = value
+    if sampling.stop:
+        body["stop_sequences"] = list(sampling.stop)
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                },
+            }
+            for tool in request.tools
+        ]
+    if request.response_format is not None:
+        response_format = encode_response_format(request.response_format)
+        if response_format is not None:
+            body["response_format"] = response_format
+    return body
+
+
+def encode_response_format(response_format: ResponseFormat) -> dict[str, Any] | None:
+    """JSON mode, with the schema when it has the object root Cohere requires."""
+    if response_format.kind == "json_object":
+        return {"type": "json_object"}
+    schema = response_format.object_schema
+    return {"type": "json_object", "json_schema": schema} if schema is not None else None
+
+
+def _encode_message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if message.role == "user" or not message.tool_calls:
+        return {"role": message.role, "content": message.content}
+    encoded: dict[str, Any] = {
+        "role": "assistant",
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in message.tool_calls
+        ],
+    }
+    if message.content:
+        encoded["content"] = message.content
+    return encoded
+
+
+def _usage(usage: dict[str, Any] | None) -> Usage:
+    """What Cohere billed, else the raw token counts."""
+    usage = usage or {}
+    counts = usage.get("billed_units") or usage.get("tokens") or {}
+    return Usage(
+        prompt_tokens=int(counts.get("input_tokens") or 0),
+        completion_tokens=int(counts.get("output_tokens") or 0),
+    )
+
+
+@dataclass
+class _StreamState:
+    """Turns ``message-start`` … ``message-end`` events into neutral stream events."""
+
+    call_index: dict[int, int] = field(default_factory=dict)  # event index → tool call
+
+    def events(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        kind = payload.get("type")
+        delta = payload.get("delta") or {}
+        message = delta.get("message") or {}
+        index = payload.get("index", 0)
+        if kind == "content-delta":
+            text = (message.get("content") or {}).get("text")
+            return [TextDelta(text)] if text else []
+        if kind == "tool-call-start":
+            call = message.get("tool_calls") or {}
+            function = call.get("function") or {}
+            self.call_index[index] = len(self.call_index)
+            return [
+                ToolCallDelta(
+                    index=self.call_index[index],
+                    id=call.get("id"),
+                    name=function.get("name"),
+                    arguments=function.get("arguments") or "",
+                )
+            ]
+        if kind == "tool-call-delta" and index in self.call_index:
+            function = (message.get("tool_calls") or {}).get("function") or {}
+            arguments = function.get("arguments") or ""
+            return [ToolCallDelta(index=self.call_index[index], arguments=arguments)]
+        if kind == "message-end":
+            reason = _FINISH_REASONS.get(delta.get("finish_reason") or "COMPLETE", "stop")
+            return [Finish(reason), UsageReport(_usage(delta.get("usage")))]
+        return []

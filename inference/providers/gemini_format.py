@@ -1,0 +1,276 @@
+"""The Gemini API (``models/{model}:generateContent`` and ``:streamGenerateContent``)."""
+
+import json
+import math
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from inference.providers.base import (
+    Provider,
+    ProviderError,
+    arguments_object,
+    retry_after_header,
+    upstream_message,
+)
+from inference.providers.gemini_schema import to_gemini_schema
+from inference.providers.types import (
+    ChatRequest,
+    ChatResponse,
+    Finish,
+    FinishReason,
+    Message,
+    ResponseFormat,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+    UsageReport,
+)
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+}
+# ErrorInfo reasons and statuses of a key Gemini does not accept (an invalid key is a 400).
+_AUTH_REASONS = {"API_KEY_INVALID", "API_KEY_EXPIRED", "API_KEY_SERVICE_BLOCKED"}
+_AUTH_STATUSES = {"UNAUTHENTICATED", "PERMISSION_DENIED"}
+
+
+class GeminiProvider(Provider):
+    default_base_urls = {"gemini": "https://generativelanguage.googleapis.com"}
+
+    def model_url(self, model: str, method: str) -> str:
+        return f"{self.base_url}/v1beta/models/{model.removeprefix('models/')}:{method}"
+
+    def headers(self) -> dict[str, str]:
+        return {"x-goog-api-key": self.settings.api_key}
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        url = self.model_url(request.model, "generateContent")
+        body = await self.post_json(url, encode_request(request))
+        reply = _Reply()
+        events = reply.read(body)
+        text = "".join(event.text for event in events if isinstance(event, TextDelta))
+        return ChatResponse(
+            text=text,
+            finish_reason=reply.finish_reason,
+            usage=reply.usage,
+            tool_calls=tuple(reply.calls),
+        )
+
+    async def stream_events(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        url = self.model_url(request.model, "streamGenerateContent") + "?alt=sse"
+        reply = _Reply()
+        async for event in self.post_sse(url, encode_request(request)):
+            if not event.data.strip():
+                continue
+            chunk = self.event_json(event.data)
+            if isinstance(chunk, dict) and "error" in chunk:
+                detail = self.redact(upstream_message(event.data))
+                raise ProviderError(502, f"{self.kind} failed mid-stream: {detail}")
+            for item in reply.read(chunk):
+                yield item
+
+    def status_error(self, status: int, text: str, headers: httpx.Headers) -> ProviderError:
+        error = _error_object(text)
+        detail = self.redact(upstream_message(text))
+        reasons = {item.get("reason") for item in _details(error)}
+        if reasons & _AUTH_REASONS or error.get("status") in _AUTH_STATUSES:
+            return self.auth_failed(detail)
+        if status == 429 or error.get("status") == "RESOURCE_EXHAUSTED":
+            return self.rate_limited(detail, retry_after_header(headers) or _retry_delay(error))
+        return super().status_error(status, text, headers)
+
+
+def encode_request(request: ChatRequest) -> dict[str, Any]:
+    body: dict[str, Any] = {"contents": encode_contents(request.messages)}
+    if request.system:
+        body["systemInstruction"] = {"parts": [{"text": request.system}]}
+    if request.tools:
+        declarations = [
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "parametersJsonSchema": tool.parameters,
+            }
+            for tool in request.tools
+        ]
+        body["tools"] = [{"functionDeclarations": declarations}]
+    config = _generation_config(request)
+    if config:
+        body["generationConfig"] = config
+    return body
+
+
+def encode_contents(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """``user``/``model`` turns of parts; function responses ride in the user turn."""
+    call_names = {call.id: call.name for message in messages for call in message.tool_calls}
+    contents: list[dict[str, Any]] = []
+    for message in messages:
+        role = "model" if message.role == "assistant" else "user"
+        parts = _parts(message, call_names)
+        if not parts:
+            continue
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+    return contents
+
+
+def _parts(message: Message, call_names: dict[str, str]) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        name = message.name or call_names.get(message.tool_call_id or "", "")
+        response = {"id": message.tool_call_id, "name": name, "response": _result(message.content)}
+        return [{"functionResponse": response}]
+    parts: list[dict[str, Any]] = []
+    if message.content:
+        parts.append({"text": message.content})
+    for call in message.tool_calls:
+        part: dict[str, Any] = {
+            "functionCall": {
+                "id": call.id,
+                "name": call.name,
+                "args": arguments_object(call.arguments),
+            }
+        }
+        if call.signature:
+            part["thoughtSignature"] = call.signature
+        parts.append(part)
+    return parts
+
+
+def _result(content: str) -> dict[str, Any]:
+    """A function response must be an object: a JSON object result as is, else wrapped."""
+    try:
+        value = json.loads(content)
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {"result": content}
+
+
+def _generation_config(request: ChatRequest) -> dict[str, Any]:
+    sampling = request.sampling
+    config: dict[str, Any] = {}
+    for name, value in (
+        ("temperature", sampling.temperature),
+        ("topP", sampling.top_p),
+        ("maxOutputTokens", sampling.max_tokens),
+        ("seed", sampling.seed),
+    ):
+        if value is not None:
+            config[name] = value
+    if sampling.stop:
+        config["stopSequences"] = list(sampling.stop)
+    if request.response_format is not None:
+        config.update(_response_config(request.response_format))
+    return config
+
+
+def _response_config(response_format: ResponseFormat) -> dict[str, Any]:
+    config: dict[str, Any] = {"responseMimeType": "application/json"}
+    if response_format.schema is None:
+        return config
+    converted = to_gemini_schema(response_format.schema)
+    if converted is not None:
+        config["responseSchema"] = converted
+    else:
+        config["responseJsonSchema"] = response_format.schema
+    return config
+
+
+@dataclass
+class _Reply:
+    """Reads ``GenerateContentResponse`` bodies: one whole reply, or a stream's chunks."""
+
+    finish_reason: FinishReason = "stop"
+    usage: Usage = field(default_factory=Usage)
+    calls: list[ToolCall] = field(default_factory=list)
+
+    def read(self, body: dict[str, Any]) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        candidates = body.get("candidates") or []
+        candidate = candidates[0] if candidates else {}
+        for part in (candidate.get("content") or {}).get("parts") or []:
+            if part.get("text") and not part.get("thought"):
+                events.append(TextDelta(part["text"]))
+            elif "functionCall" in part:
+                events.append(self._call(part))
+        reason = candidate.get("finishReason")
+        if (body.get("promptFeedback") or {}).get("blockReason"):
+            reason = "SAFETY"
+        if reason:
+            self.finish_reason = _FINISH_REASONS.get(reason, "stop")
+            if self.calls:
+                self.finish_reason = "tool_calls"
+            events.append(Finish(self.finish_reason))
+        if body.get("usageMetadata"):
+            self.usage = _usage(body["usageMetadata"])
+            events.append(UsageReport(self.usage))
+        return events
+
+    def _call(self, part: dict[str, Any]) -> ToolCallDelta:
+        function = part["functionCall"]
+        call = ToolCall(
+            # Older models leave the id out; the tool loop needs one to pair the result.
+            id=function.get("id") or f"call_{uuid.uuid4().hex[:24]}",
+            name=function["name"],
+            arguments=json.dumps(function.get("args") or {}),
+            signature=part.get("thoughtSignature"),
+        )
+        self.calls.append(call)
+        return ToolCallDelta(
+            index=len(self.calls) - 1,
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            signature=call.signature,
+        )
+
+
+def _usage(metadata: dict[str, Any]) -> Usage:
+    # Thinking tokens are billed as output.
+    completion = int(metadata.get("candidatesTokenCount") or 0)
+    completion += int(metadata.get("thoughtsTokenCount") or 0)
+    return Usage(
+        prompt_tokens=int(metadata.get("promptTokenCount") or 0), completion_tokens=completion
+    )
+
+
+def _error_object(text: str) -> dict[str, Any]:
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return {}
+    if isinstance(body, list) and body:
+        body = body[0]
+    error = body.get("error") if isinstance(body, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
+def _details(error: dict[str, Any]) -> list[dict[str, Any]]:
+    details = error.get("details")
+    return [item for item in details if isinstance(item, dict)] if isinstance(details, list) else []
+
+
+def _retry_delay(error: dict[str, Any]) -> int | None:
+    """Gemini's ``RetryInfo`` detail (``"retryDelay": "37s"``); it sends no Retry-After."""
+    for item in _details(error):
+        delay = item.get("retryDelay")
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return math.ceil(float(delay[:-1]))
+            except ValueError:
+                return None
+    return None

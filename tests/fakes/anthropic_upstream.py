@@ -1,0 +1,175 @@
+"""A fake of Anthropic's Messages API (``POST /v1/messages``, JSON or an SSE event stream).
+
+When the request forces a tool (``tool_choice: {type: tool}``), a scripted text that is a
+JSON object comes back as that tool's ``tool_use`` input, as Claude would answer. A
+stream reply with an ``error_body`` and status 200 fails after its content with an
+``error`` event, as Anthropic reports an overload that strikes mid-stream.
+"""
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from tests.fakes.base import FakeUpstream, Recorded, Reply, sse
+
+_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+class AnthropicUpstream(FakeUpstream):
+    def next_reply(self, recorded: Recorded) -> Reply:
+        reply = super().next_reply(recorded)
+        return _rejection(recorded) or reply
+
+    def is_stream(self, recorded: Recorded) -> bool:
+        return bool(isinstance(recorded.body, dict) and recorded.body.get("stream"))
+
+    def last_user_text(self, recorded: Recorded) -> str:
+        for message in reversed(_body(recorded).get("messages", [])):
+            if message.get("role") != "user":
+                continue
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            texts = [block["text"] for block in content if block.get("type") == "text"]
+            if texts:
+                return texts[-1]
+        return ""
+
+    def render_json(self, reply: Reply, recorded: Recorded) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        forced = _forced_input(reply, recorded)
+        if forced is not None:
+            content.append(_tool_use(0, _forced_tool(recorded), forced))
+        elif reply.text:
+            content.append({"type": "text", "text": reply.text})
+        content.extend(
+            _tool_use(index, name, arguments)
+            for index, (name, arguments) in enumerate(reply.tool_calls, start=len(content))
+        )
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": _body(recorded).get("model", ""),
+            "content": content,
+            "stop_reason": _stop_reason(reply, forced is not None),
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": reply.prompt_tokens,
+                "output_tokens": reply.completion_tokens,
+            },
+        }
+
+    def render_stream(self, reply: Reply, recorded: Recorded) -> Iterator[bytes]:
+        message = {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": _body(recorded).get("model", ""),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": reply.prompt_tokens, "output_tokens": 1},
+        }
+        yield _event("message_start", {"message": message})
+        yield _event("ping", {})
+        blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        forced = _forced_input(reply, recorded)
+        if forced is not None:
+            blocks.append(_streamed_tool_use(0, _forced_tool(recorded), forced))
+        elif reply.chunks:
+            deltas = [{"type": "text_delta", "text": text} for text in reply.chunks]
+            blocks.append(({"type": "text", "text": ""}, deltas))
+        for name, arguments in reply.tool_calls:
+            blocks.append(_streamed_tool_use(len(blocks), name, arguments))
+        for index, (start, deltas) in enumerate(blocks):
+            yield _event("content_block_start", {"index": index, "content_block": start})
+            for delta in deltas:
+                yield _event("content_block_delta", {"index": index, "delta": delta})
+            yield _event("content_block_stop", {"index": index})
+        if reply.error_body is not None:
+            yield _event("error", {"error": reply.error_body})
+            return
+        delta = {"stop_reason": _stop_reason(reply, forced is not None), "stop_sequence": None}
+        usage = {"output_tokens": reply.completion_tokens}
+        yield _event("message_delta", {"delta": delta, "usage": usage})
+        yield _event("message_stop", {})
+
+    def render_error(self, reply: Reply) -> Any:
+        if isinstance(reply.error_body, str):
+            error_type = _ERROR_TYPES.get(reply.status, "api_error")
+            return {
+                "type": "error",
+                "error": {"type": error_type, "message": reply.error_body},
+                "request_id": "req_fake",
+            }
+        return reply.error_body
+
+
+def _rejection(recorded: Recorded) -> Reply | None:
+    """The errors the real API gives a request that breaks its basic rules."""
+    body = _body(recorded)
+    if "x-api-key" not in recorded.headers and "authorization" not in recorded.headers:
+        return Reply.of_error(401, "x-api-key header is required")
+    if "anthropic-version" not in recorded.headers:
+        return Reply.of_error(400, "anthropic-version: header is required")
+    for field in ("model", "max_tokens", "messages"):
+        if field not in body:
+            return Reply.of_error(400, f"{field}: Field required")
+    roles = {message.get("role") for message in body["messages"]}
+    if roles - {"user", "assistant"}:
+        return Reply.of_error(400, "messages: roles must be 'user' or 'assistant'")
+    return None
+
+
+def _body(recorded: Recorded) -> dict[str, Any]:
+    return recorded.body if isinstance(recorded.body, dict) else {}
+
+
+def _event(kind: str, payload: dict[str, Any]) -> bytes:
+    return sse({"type": kind, **payload}, event=kind)
+
+
+def _forced_tool(recorded: Recorded) -> str | None:
+    choice = _body(recorded).get("tool_choice") or {}
+    return choice.get("name") if choice.get("type") == "tool" else None
+
+
+def _forced_input(reply: Reply, recorded: Recorded) -> dict[str, Any] | None:
+    if _forced_tool(recorded) is None:
+        return None
+    try:
+        value = json.loads(reply.text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _tool_use(index: int, name: str | None, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": f"toolu_{index}", "name": name, "input": arguments}
+
+
+def _streamed_tool_use(
+    index: int, name: str | None, arguments: dict[str, Any]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    text = json.dumps(arguments)
+    middle = len(text) // 2
+    deltas = [
+        {"type": "input_json_delta", "partial_json": part}
+        for part in (text[:middle], text[middle:])
+    ]
+    return _tool_use(index, name, {}), deltas
+
+
+def _stop_reason(reply: Reply, forced: bool) -> str:
+    return "tool_use" if forced else _STOP_REASONS.get(reply.finish_reason, reply.finish_reason)

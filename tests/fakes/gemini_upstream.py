@@ -1,0 +1,110 @@
+"""A fake of the Gemini API: ``/v1beta/models/{model}:generateContent`` and
+``:streamGenerateContent?alt=sse``.
+
+Function calls come with an id and a thought signature, as Gemini 3 models send them.
+"""
+
+import base64
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from tests.fakes.base import FakeUpstream, Recorded, Reply, sse
+
+_FINISH_REASONS = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS"}
+_METHOD_PATH = re.compile(r"/v1(beta)?/models/[\w.-]+:(generateContent|streamGenerateContent)")
+_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
+
+
+def thought_signature(index: int) -> str:
+    return base64.b64encode(f"signature-{index}".encode()).decode()
+
+
+class GeminiUpstream(FakeUpstream):
+    def next_reply(self, recorded: Recorded) -> Reply:
+        reply = super().next_reply(recorded)
+        return _rejection(recorded) or reply
+
+    def is_stream(self, recorded: Recorded) -> bool:
+        return recorded.path.endswith(":streamGenerateContent")
+
+    def last_user_text(self, recorded: Recorded) -> str:
+        contents = recorded.body.get("contents", []) if isinstance(recorded.body, dict) else []
+        for content in reversed(contents):
+            texts = [part["text"] for part in content.get("parts", []) if "text" in part]
+            if content.get("role") == "user" and texts:
+                return texts[-1]
+        return ""
+
+    def render_json(self, reply: Reply, recorded: Recorded) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = [{"text": reply.text}] if reply.text else []
+        parts.extend(_calls(reply))
+        return _response(recorded, parts, reply, _FINISH_REASONS.get(reply.finish_reason, "STOP"))
+
+    def render_stream(self, reply: Reply, recorded: Recorded) -> Iterator[bytes]:
+        pieces: list[list[dict[str, Any]]] = [[{"text": text}] for text in reply.chunks]
+        if reply.tool_calls:
+            pieces.append(_calls(reply))
+        pieces = pieces or [[{"text": ""}]]
+        for count, parts in enumerate(pieces, start=1):
+            last = count == len(pieces)
+            finish = _FINISH_REASONS.get(reply.finish_reason, "STOP") if last else None
+            yield sse(_response(recorded, parts, reply, finish, complete_usage=last))
+
+    def render_error(self, reply: Reply) -> Any:
+        if isinstance(reply.error_body, str):
+            status = _STATUSES.get(reply.status, "UNKNOWN")
+            return {"error": {"code": reply.status, "message": reply.error_body, "status": status}}
+        return reply.error_body
+
+
+def _rejection(recorded: Recorded) -> Reply | None:
+    """The errors the real API gives a request that breaks its basic rules."""
+    if not _METHOD_PATH.fullmatch(recorded.path):
+        return Reply.of_error(404, f"{recorded.path} is not a known method")
+    if "x-goog-api-key" not in recorded.headers and "key" not in recorded.query:
+        return Reply.of_error(403, "Method doesn't allow unregistered callers")
+    contents = recorded.body.get("contents") if isinstance(recorded.body, dict) else None
+    if not contents or any(content.get("role") not in ("user", "model") for content in contents):
+        return Reply.of_error(400, "contents: roles must be 'user' or 'model'")
+    return None
+
+
+def _calls(reply: Reply) -> list[dict[str, Any]]:
+    return [
+        {
+            "functionCall": {"id": f"call_{index}", "name": name, "args": arguments},
+            "thoughtSignature": thought_signature(index),
+        }
+        for index, (name, arguments) in enumerate(reply.tool_calls)
+    ]
+
+
+def _response(
+    recorded: Recorded,
+    parts: list[dict[str, Any]],
+    reply: Reply,
+    finish_reason: str | None,
+    complete_usage: bool = True,
+) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    if finish_reason:
+        candidate["finishReason"] = finish_reason
+    usage: dict[str, Any] = {"promptTokenCount": reply.prompt_tokens}
+    if complete_usage:
+        usage["candidatesTokenCount"] = reply.completion_tokens
+        usage["totalTokenCount"] = reply.prompt_tokens + reply.completion_tokens
+    model = recorded.path.rsplit("/", 1)[-1].split(":", 1)[0]
+    return {
+        "candidates": [candidate],
+        "usageMetadata": usage,
+        "modelVersion": model,
+        "responseId": "fake-response",
+    }
