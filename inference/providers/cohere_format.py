@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 
 from inference.providers.base import Provider, ProviderError, upstream_message
+from inference.providers.openai_format import encode_tools
 from inference.providers.types import (
     ChatRequest,
     ChatResponse,
@@ -112,17 +113,7 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
     if sampling.stop:
         body["stop_sequences"] = list(sampling.stop)
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.parameters,
-                },
-            }
-            for tool in request.tools
-        ]
+        body["tools"] = encode_tools(request.tools)
     if request.response_format is not None:
         response_format = encode_response_format(request.response_format)
         if response_format is not None:

@@ -15,6 +15,7 @@ from inference.providers.types import (
     TextDelta,
     ToolCall,
     ToolCallDelta,
+    ToolSpec,
     Usage,
     UsageReport,
 )
@@ -92,17 +93,7 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
     if sampling.stop:
         body["stop"] = list(sampling.stop)
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.parameters,
-                },
-            }
-            for tool in request.tools
-        ]
+        body["tools"] = encode_tools(request.tools)
     if request.response_format is not None:
         response_format = encode_response_format(request.response_format)
         if response_format is not None:
@@ -111,6 +102,21 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
     return body
+
+
+def encode_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+    """Function tools in the OpenAI shape, which Cohere v2 shares."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            },
+        }
+        for tool in tools
+    ]
 
 
 def encode_response_format(response_format: ResponseFormat) -> dict[str, Any] | None:
