@@ -7,6 +7,7 @@ end, so a reload never changes a request half-way.
 import hashlib
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,8 @@ class ConfigHolder:
         self.path = path
         self.snapshot: Snapshot | None = None
         self.problems: list[str] = []
+        # Called with each newly applied snapshot; must return quickly (it runs under the lock).
+        self.on_change: Callable[[Snapshot], None] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -61,6 +64,8 @@ class ConfigHolder:
             return self._reject(error.problems)
         self.snapshot = Snapshot(config=config, text=text)
         self.problems = []
+        if self.on_change is not None:
+            self.on_change(self.snapshot)
         logger.info(
             '{"event": "config_loaded", "path": "%s", "agents": %d}', self.path, len(config.agents)
         )

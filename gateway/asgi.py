@@ -10,11 +10,14 @@ from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 from gateway import runtime
 
-django_application = get_asgi_application()
+# Static files (the admin's CSS and the vendored htmx) are served by the app itself, with
+# or without DEBUG: the gateway has no web server in front of it to do it.
+django_application = ASGIStaticFilesHandler(get_asgi_application())
 runtime.current()
 
 

@@ -6,6 +6,7 @@ from it through ``current()``.
 
 from django.conf import settings
 
+from agents.revisions import RevisionRecorder
 from agents.snapshot import ConfigHolder
 from agents.watcher import ConfigWatcher
 from inference.providers.registry import ProviderClients
@@ -15,14 +16,18 @@ class Runtime:
     def __init__(self, holder: ConfigHolder) -> None:
         self.holder = holder
         self.watcher = ConfigWatcher(holder)
+        self.recorder = RevisionRecorder(holder)
+        holder.on_change = self.recorder.notify
         self.providers = ProviderClients()
 
     def start(self) -> None:
+        self.recorder.start()
         self.holder.reload()
         self.watcher.start()
 
     async def stop(self) -> None:
         self.watcher.stop()
+        self.recorder.stop()
         await self.providers.aclose()
 
 

@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "daphne",
     "django.contrib.contenttypes",
     "django.contrib.staticfiles",
+    "django_htmx",
     "agents",
     "inference",
     "adminui",
@@ -40,6 +41,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
+    "adminui.guard.AdminGuardMiddleware",
 ]
 
 ROOT_URLCONF = "gateway.urls"

@@ -2,11 +2,13 @@
 
 from django.urls import path
 
+from adminui.api import api as admin_api
 from gateway import health
 from inference.api import api as v1_api
 
 urlpatterns = [
     path("v1/", v1_api.urls),
+    path("admin/", admin_api.urls),
     path("healthz", health.healthz),
     path("readyz", health.readyz),
 ]

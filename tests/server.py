@@ -19,12 +19,23 @@ def free_port() -> int:
 
 
 class GatewayServer:
-    """One daphne process serving ``config_path`` with the database at ``database_url``."""
+    """One daphne process serving ``config_path`` with the database at ``database_url``.
 
-    def __init__(self, workdir: Path, config_text: str, database_url: str | None = None) -> None:
+    Several servers may share one config file (``config_path``, written only when
+    ``config_text`` is given) and one database, as several production processes do.
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        config_text: str | None,
+        database_url: str | None = None,
+        config_path: Path | None = None,
+    ) -> None:
         self.workdir = workdir
-        self.config_path = workdir / "gateway.yaml"
-        self.config_path.write_text(config_text)
+        self.config_path = config_path or workdir / "gateway.yaml"
+        if config_text is not None:
+            self.config_path.write_text(config_text)
         self.database_url = database_url or f"sqlite:///{workdir / 'gateway.sqlite3'}"
         self.log_path = workdir / "daphne.log"
         self.port = 0

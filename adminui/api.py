@@ -1,0 +1,84 @@
+"""The admin API: one NinjaAPI at ``/admin`` serving JSON, pages and fragments, and its OpenAPI."""
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import HttpError, ValidationError
+
+from adminui import config, history, records
+from adminui.collection_routes import collection_router
+from adminui.errors import error_response
+from adminui.parsers import AdminParser, BodyError
+from adminui.schemas import McpServerCreate, ProviderCreate
+from agents.loader import ConfigError
+from agents.resources import AGENTS, EXPERIMENTS, JUDGES, MCP, PROVIDERS
+from agents.store import StoreError
+
+JSON = "application/json"
+YAML = "application/yaml"
+
+
+class AdminAPI(NinjaAPI):
+    def get_openapi_schema(self, **kwargs: Any) -> Any:
+        """Declare what the routes serve besides JSON: YAML bodies, HTML pages."""
+        schema = super().get_openapi_schema(**kwargs)
+        for methods in schema["paths"].values():
+            for method, operation in methods.items():
+                content = operation.get("requestBody", {}).get("content", {})
+                if JSON in content:
+                    content.setdefault(YAML, content[JSON])
+                ok = operation["responses"].get(200, {}).get("content", {})
+                if method == "get" and JSON in ok:
+                    ok.setdefault("text/html", {"schema": {"type": "string"}})
+        return schema
+
+
+api = AdminAPI(
+    title="Gateway admin",
+    version="1",
+    description="Content-negotiated editing of the gateway's config file (JSON, YAML, HTML).",
+    urls_namespace="admin",
+    docs_url=None,
+    parser=AdminParser(),
+)
+api.add_router("", records.router)
+api.add_router("/agents", collection_router(AGENTS, AGENTS.schema))
+api.add_router("/judges", collection_router(JUDGES, JUDGES.schema))
+api.add_router("/experiments", collection_router(EXPERIMENTS, EXPERIMENTS.schema))
+api.add_router("/providers", collection_router(PROVIDERS, ProviderCreate))
+api.add_router("/mcp", collection_router(MCP, McpServerCreate))
+api.add_router("", config.router)
+api.add_router("", history.router)
+
+
+@api.exception_handler(ConfigError)
+def _invalid_config(request: HttpRequest, error: ConfigError) -> HttpResponse:
+    return error_response(request, 422, str(error), "invalid_config", error.problems)
+
+
+@api.exception_handler(StoreError)
+def _store_error(request: HttpRequest, error: StoreError) -> HttpResponse:
+    codes = {400: "bad_request", 404: "not_found", 409: "name_taken", 412: "etag_mismatch"}
+    return error_response(request, error.status, error.message, codes[error.status])
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, error: HttpError) -> HttpResponse:
+    cause = error.__cause__
+    if isinstance(cause, BodyError):
+        return error_response(request, 400, str(cause), "malformed_body", [str(cause)])
+    return error_response(request, error.status_code, str(error), "http_error")
+
+
+@api.exception_handler(ValidationError)
+def _request_error(request: HttpRequest, error: ValidationError) -> HttpResponse:
+    problems = [
+        f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}" for item in error.errors
+    ]
+    return error_response(request, 400, "; ".join(problems), "malformed_request", problems)
+
+
+@api.exception_handler(Http404)
+def _not_found(request: HttpRequest, error: Http404) -> HttpResponse:
+    return error_response(request, 404, f"nothing at {request.path}", "not_found")

@@ -1,0 +1,172 @@
+"""The five collections' routes: list, create, read, update, delete, and their HTML forms.
+
+Views parse typed input, call one store action and answer (``respond``/``written``).
+"""
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Header, Path, Router
+from ninja.responses import Status
+from pydantic import BaseModel, SkipValidation
+
+from adminui import tables
+from adminui.formpages import edit_form, empty_form, form_page
+from adminui.negotiation import respond, written
+from adminui.schemas import ErrorOut
+from agents import store
+from agents.resources import Resource
+from gateway import runtime
+
+HTML_PAGE = {
+    200: {"description": "HTML form", "content": {"text/html": {"schema": {"type": "string"}}}}
+}
+
+
+def errors(*statuses: int) -> dict[int, type[ErrorOut]]:
+    return dict.fromkeys((400, 403, *statuses), ErrorOut)
+
+
+def author_of(request: HttpRequest) -> str:
+    return f"admin ({request.META.get('REMOTE_ADDR') or 'unknown client'})"
+
+
+def collection_router(resource: Resource, create_schema: type[BaseModel]) -> Router:
+    section, singular, key_name = resource.section, resource.singular, resource.key_field
+    schema = resource.schema
+    listing = list[schema] if resource.is_list else dict[str, schema]  # type: ignore[valid-type]
+    router = Router(tags=[section])
+    item_path = f"/{{{key_name}}}"
+
+    def key_param() -> Any:
+        return Path(..., alias=key_name, description=f"The {singular}'s {key_name}.")
+
+    @router.get(
+        "",
+        response={200: listing, **errors()},
+        operation_id=f"list_{section}",
+        url_name=f"{section}",
+        summary=f"List {section}",
+        exclude_unset=True,
+    )
+    def list_entries(request: HttpRequest) -> Any:
+        entries = store.entries(_holder(), resource)
+        data = list(entries.values()) if resource.is_list else entries
+        return respond(
+            request,
+            data,
+            "adminui/collection.html",
+            resource=resource,
+            headers=tables.headers(resource),
+            rows=tables.rows(resource, entries),
+        )
+
+    # OpenAPI links: where the created entry can be read, changed and deleted.
+    created_key = f"$request.body#/{key_name}"
+    links = {
+        f"{verb.capitalize()}Created": {
+            "operationId": f"{verb}_{section}",
+            "parameters": {key_name: created_key},
+        }
+        for verb in ("read", "update", "delete")
+    }
+
+    @router.post(
+        "",
+        response={201: schema, **errors(409, 422)},
+        operation_id=f"create_{section}",
+        url_name=f"{section}_create",
+        summary=f"Create a {singular}",
+        exclude_unset=True,
+        openapi_extra={"responses": {201: {"links": links}}},
+    )
+    def create_entry(request: HttpRequest, payload: SkipValidation[create_schema]) -> Any:  # type: ignore[valid-type]
+        item = store.create_item(_holder(), resource, payload, author_of(request))
+        key = payload.get(key_name)
+        return written(request, f"/admin/{section}/{key}", Status(201, item))
+
+    @router.get(
+        "/new",
+        response={200: None, 403: ErrorOut},
+        operation_id=f"new_{section}_form",
+        url_name=f"{section}_new",
+        summary=f"HTML form for a new {singular}",
+        openapi_extra={"responses": HTML_PAGE},
+    )
+    def new_form(request: HttpRequest) -> HttpResponse:
+        return form_page(request, resource, empty_form(resource))
+
+    @router.get(
+        item_path,
+        response={200: schema, **errors(404)},
+        operation_id=f"read_{section}",
+        url_name=f"{section}_read",
+        summary=f"Read a {singular}",
+        exclude_unset=True,
+    )
+    def read_entry(request: HttpRequest, response: HttpResponse, key: str = key_param()) -> Any:
+        item = store.entry(_holder(), resource, key)
+        etag = store.entry_etag(item)
+        response["ETag"] = etag
+        answer = respond(
+            request,
+            item,
+            "adminui/item.html",
+            resource=resource,
+            key=key,
+            fields=tables.fields(item),
+            etag=etag,
+        )
+        if isinstance(answer, HttpResponse):
+            answer["ETag"] = etag
+        return answer
+
+    @router.get(
+        f"{item_path}/edit",
+        response={200: None, **errors(404)},
+        operation_id=f"edit_{section}_form",
+        url_name=f"{section}_edit",
+        summary=f"HTML form to edit a {singular}",
+        openapi_extra={"responses": HTML_PAGE},
+    )
+    def edit_page(request: HttpRequest, key: str = key_param()) -> HttpResponse:
+        form, etag = edit_form(resource, key)
+        return form_page(request, resource, form, if_match=etag)
+
+    @router.put(
+        item_path,
+        response={200: schema, **errors(404, 412, 422)},
+        operation_id=f"update_{section}",
+        url_name=f"{section}_update",
+        summary=f"Replace a {singular}",
+        exclude_unset=True,
+    )
+    def update_entry(
+        request: HttpRequest,
+        payload: SkipValidation[schema],  # type: ignore[valid-type]
+        key: str = key_param(),
+        if_match: str | None = Header(None, alias="If-Match"),
+    ) -> Any:
+        item = store.replace_item(_holder(), resource, key, payload, author_of(request), if_match)
+        return written(request, f"/admin/{section}/{key}", item)
+
+    @router.delete(
+        item_path,
+        response={204: None, **errors(404, 412, 422)},
+        operation_id=f"delete_{section}",
+        url_name=f"{section}_delete",
+        summary=f"Delete a {singular}",
+    )
+    def delete_entry(
+        request: HttpRequest,
+        key: str = key_param(),
+        if_match: str | None = Header(None, alias="If-Match"),
+    ) -> Any:
+        store.delete_item(_holder(), resource, key, author_of(request), if_match)
+        return written(request, f"/admin/{section}")
+
+    return router
+
+
+def _holder():
+    return runtime.current().holder

@@ -1,0 +1,101 @@
+"""Who may use ``/admin`` at all: loopback clients (until ``auth.admin``), with CSRF for forms.
+
+Without ``auth.admin`` only clients on this machine may use the admin, and a request that
+carries ``Forwarded`` or ``X-Forwarded-For`` came through a proxy: it does not count as
+loopback. Authentication itself is not part of this module.
+
+CSRF: a browser on another site can send, without asking the server first, a POST with a
+form or text body (or none). Those requests need Django's CSRF token; JSON and YAML bodies
+cannot be sent cross-site without a preflight, so scripts send them without one.
+"""
+
+import ipaddress
+from collections.abc import Awaitable, Callable
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.http import HttpRequest, HttpResponseBase
+from django.middleware.csrf import CsrfViewMiddleware
+
+from adminui.errors import error_response
+from gateway import runtime
+
+_SIMPLE_TYPES = frozenset(
+    {"application/x-www-form-urlencoded", "multipart/form-data", "text/plain"}
+)
+
+
+class AdminGuardMiddleware:
+    async_capable = True
+    sync_capable = False
+
+    def __init__(self, get_response: Callable[[HttpRequest], Awaitable[HttpResponseBase]]) -> None:
+        self.get_response = get_response
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
+
+    async def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if request.path == "/admin" or request.path.startswith("/admin/"):
+            refusal = refusal_of(request)
+            if refusal is not None:
+                return refusal
+        return await self.get_response(request)
+
+
+def refusal_of(request: HttpRequest) -> HttpResponseBase | None:
+    if not is_loopback(request):
+        return error_response(request, 403, _remote_message(), "admin_loopback_only")
+    if needs_csrf(request) and _csrf_rejected(request):
+        return error_response(
+            request,
+            403,
+            "CSRF check failed: reload the page and submit the form again "
+            "(scripts: send JSON or YAML bodies, which need no token)",
+            "csrf_failed",
+        )
+    return None
+
+
+def is_loopback(request: HttpRequest) -> bool:
+    if "Forwarded" in request.headers or "X-Forwarded-For" in request.headers:
+        return False
+    try:
+        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR") or "")
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
+
+
+def needs_csrf(request: HttpRequest) -> bool:
+    if request.method in ("GET", "HEAD", "OPTIONS", "TRACE"):
+        return False
+    return request.content_type in _SIMPLE_TYPES or (
+        request.method == "POST" and not request.content_type
+    )
+
+
+def _csrf_rejected(request: HttpRequest) -> bool:
+    def protected_view(request: HttpRequest) -> None:
+        return None
+
+    check = CsrfViewMiddleware(lambda request: None)
+    return check.process_view(request, protected_view, (), {}) is not None
+
+
+def _remote_message() -> str:
+    config = runtime.current().holder.config
+    path = runtime.current().holder.path
+    if config is not None and config.auth is not None and config.auth.admin is not None:
+        return (
+            "The admin answers only clients on this machine: auth.admin is configured, but "
+            "this version of the gateway does not check it yet. Use the admin from the "
+            "gateway's machine (for example through an SSH tunnel)."
+        )
+    return (
+        "The admin answers only clients on this machine (loopback) because auth.admin is "
+        f"not configured. To use it from elsewhere, add to {path}:\n"
+        "auth:\n  admin:\n    basic: {username: admin, password: <a password hash from "
+        "`python manage.py hash_password`>}\n"
+        "(or oidc: {issuer_url: ..., client_id: ...}). Requests through a proxy "
+        "(Forwarded or X-Forwarded-For headers) never count as loopback."
+    )

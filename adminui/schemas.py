@@ -1,0 +1,86 @@
+"""Request and response schemas of the admin API beyond the config's own (agents.schema)."""
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.schema import McpServerConfig, ProviderConfig, ProviderKind
+
+
+class ProviderCreate(ProviderConfig):
+    kind: ProviderKind = Field(description="The provider kind: the key under `providers`.")
+
+
+class McpServerCreate(McpServerConfig):
+    name: str = Field(description="The server's name: the key under `mcp`.")
+
+
+class RestoreIn(BaseModel):
+    """Empty: a restore takes everything from the revision."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorDetail(BaseModel):
+    type: str
+    message: str
+    code: str | None = None
+    param: str | None = None
+    problems: list[str] = Field(
+        default=[], description="Every message of the config validator, verbatim (422)."
+    )
+
+
+class ErrorOut(BaseModel):
+    error: ErrorDetail
+
+
+class RevisionOut(BaseModel):
+    id: int
+    created_at: datetime
+    author: str
+    etag: str
+    diff: str = Field(description="Unified diff from the previous revision, secrets masked.")
+
+
+class RevisionPage(BaseModel):
+    data: list[RevisionOut]
+    next: str | None
+
+
+class MessageOut(BaseModel):
+    user: str
+    model: str
+    role: str
+    content: str
+    created_at: datetime
+
+
+class MessagePage(BaseModel):
+    data: list[MessageOut]
+    next: str | None
+
+
+class UsageWindows(BaseModel):
+    hour: int
+    day: int
+    month: int
+
+
+class UsageOut(BaseModel):
+    user: str
+    windows: UsageWindows
+
+
+class AgentSummary(BaseModel):
+    name: str
+    provider: str
+    model: str
+    requests_24h: int
+    tokens_24h: int
+
+
+class OverviewOut(BaseModel):
+    agents: list[AgentSummary]
+    experiments: list[str]
+    problems: list[str] = Field(description="Why the file on disk is not live, if it is not.")

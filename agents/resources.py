@@ -1,0 +1,51 @@
+"""The five editable collections of the config file and where each lives in it."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from agents.schema import (
+    AgentConfig,
+    ExperimentConfig,
+    JudgeConfig,
+    McpServerConfig,
+    ProviderConfig,
+)
+
+
+@dataclass(frozen=True)
+class Resource:
+    section: str  # top-level key of the file, and the admin collection path
+    schema: type[BaseModel]
+    singular: str
+    key_field: str  # "name" (inside each entry of a list) or "kind"/"name" (the map's key)
+    is_list: bool  # a list of entries carrying their name, or a map keyed by kind/name
+    namespace: tuple[str, ...] = ()  # sections whose names must not collide with this one's
+
+    def entries(self, data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """The collection's entries by key, as written in the file."""
+        value = data.get(self.section) or ({} if not self.is_list else [])
+        if self.is_list:
+            return {
+                str(item.get(self.key_field)): item
+                for item in value
+                if isinstance(item, dict) and self.key_field in item
+            }
+        return {str(key): item for key, item in value.items() if isinstance(item, dict)}
+
+    def known_fields(self) -> set[str]:
+        return set(self.schema.model_fields)
+
+
+AGENTS = Resource("agents", AgentConfig, "agent", "name", True, ("agents", "experiments"))
+JUDGES = Resource("judges", JudgeConfig, "judge", "name", True, ("judges",))
+EXPERIMENTS = Resource(
+    "experiments", ExperimentConfig, "experiment", "name", True, ("agents", "experiments")
+)
+PROVIDERS = Resource("providers", ProviderConfig, "provider", "kind", False, ("providers",))
+MCP = Resource("mcp", McpServerConfig, "MCP server", "name", False, ("mcp",))
+
+RESOURCES = {
+    resource.section: resource for resource in (AGENTS, JUDGES, EXPERIMENTS, PROVIDERS, MCP)
+}

@@ -1,0 +1,431 @@
+"""The config store: the only code that writes the config file.
+
+Every write runs the same pipeline (DESIGN section 5): under an exclusive file lock,
+read the file on disk, apply the change to its round-trip YAML, validate the whole
+result, write a temp file beside it, fsync, rename, record a ``ConfigRevision``, then
+reload the live snapshot. A rejected write leaves the file byte for byte as it was.
+"""
+
+import contextlib
+import copy
+import json
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from ruamel.yaml.error import YAMLError
+
+from agents import masking, revisions
+from agents.loader import ConfigError, load_config_text
+from agents.models import ConfigRevision
+from agents.resources import Resource
+from agents.schema import Config
+from agents.snapshot import ConfigHolder, file_etag
+from agents.yamldoc import (
+    Document,
+    NotRepresentable,
+    append_entry,
+    merge,
+    parse,
+    remove_entry,
+    replace_entry,
+)
+
+
+class StoreError(Exception):
+    status = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class BadRequest(StoreError):
+    status = 400
+
+
+class NotFound(StoreError):
+    status = 404
+
+
+class Conflict(StoreError):
+    status = 409
+
+
+class PreconditionFailed(StoreError):
+    status = 412
+
+
+@dataclass(frozen=True)
+class FileState:
+    """The config as the admin reads it: the file on disk, or the last good one if invalid."""
+
+    text: str
+    data: dict[str, Any]
+    etag: str
+
+
+# ---- reads ------------------------------------------------------------------------------
+
+
+def read_file(holder: ConfigHolder) -> FileState:
+    """The file on disk when it is valid; the live snapshot's text while a hand edit is not."""
+    raw = _read_bytes(holder.path)
+    text = raw.decode("utf-8", errors="replace")
+    snapshot = holder.snapshot
+    if snapshot is not None and snapshot.text != text:
+        try:
+            load_config_text(text)
+        except ConfigError:
+            text = snapshot.text
+    return FileState(text=text, data=_mapping(text), etag=file_etag(raw))
+
+
+def read_raw_file(holder: ConfigHolder) -> FileState:
+    """The file on disk even when it is invalid (for the config editor to fix it), as long
+    as it is YAML; else the last good version."""
+    raw = _read_bytes(holder.path)
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        parse(text)
+    except YAMLError:
+        text = holder.snapshot.text if holder.snapshot is not None else ""
+    return FileState(text=text, data=_mapping(text), etag=file_etag(raw))
+
+
+def _mapping(text: str) -> dict[str, Any]:
+    try:
+        data = parse(text) if text.strip() else {}
+    except YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def entries(holder: ConfigHolder, resource: Resource) -> dict[str, dict[str, Any]]:
+    return {
+        key: _masked(resource, item)
+        for key, item in resource.entries(read_file(holder).data).items()
+    }
+
+
+def entry(holder: ConfigHolder, resource: Resource, key: str) -> dict[str, Any]:
+    found = resource.entries(read_file(holder).data).get(key)
+    if found is None:
+        raise NotFound(f"{resource.singular} '{key}' does not exist")
+    return _masked(resource, found)
+
+
+def entry_etag(item: dict[str, Any]) -> str:
+    """Version of one entry, for ``If-Match`` on its updates and deletes."""
+    return file_etag(json.dumps(item, sort_keys=True, default=str).encode())
+
+
+def masked_config_text(holder: ConfigHolder) -> tuple[str, str]:
+    """(the file with its secrets masked, the ETag of the bytes on disk)."""
+    state = read_raw_file(holder)
+    return revisions.masked_text(state.text), state.etag
+
+
+def masked_config_data(holder: ConfigHolder) -> tuple[dict[str, Any], str]:
+    state = read_raw_file(holder)
+    masking.mask_config(state.data)
+    return state.data, state.etag
+
+
+# ---- writes -----------------------------------------------------------------------------
+
+
+def create_item(
+    holder: ConfigHolder, resource: Resource, body: dict[str, Any], author: str
+) -> dict[str, Any]:
+    _check_storable(body)
+    body = dict(body)
+    key = body.pop(resource.key_field, None) if not resource.is_list else body.get("name")
+    if not isinstance(key, str) or not key.strip():
+        raise ConfigError([f"{resource.key_field}: a non-blank string is required"])
+
+    def edit(document: Document) -> None:
+        root = document.root
+        for section in resource.namespace:
+            if key in _section_keys(root, section):
+                raise Conflict(f"the name '{key}' is already taken in {section}")
+        _ensure_section(root, resource)
+        container = root[resource.section]
+        append_entry(
+            container, len(container) if resource.is_list else key, body, root, resource.section
+        )
+
+    _write(holder, author, edit)
+    return entry(holder, resource, key)
+
+
+def replace_item(
+    holder: ConfigHolder,
+    resource: Resource,
+    key: str,
+    body: dict[str, Any],
+    author: str,
+    if_match: str | None = None,
+) -> dict[str, Any]:
+    _check_storable(body)
+    body = dict(body)
+    sent_key = body.get(resource.key_field)
+    if sent_key is not None and sent_key != key:
+        raise BadRequest(
+            f"the body's {resource.key_field} '{sent_key}' differs from the URL's '{key}' "
+            "(renaming is not supported: create the new one, then delete the old one)"
+        )
+    if not resource.is_list:
+        body.pop(resource.key_field, None)
+
+    def edit(document: Document) -> None:
+        container, position, current = _locate(document.root, resource, key, if_match)
+        target = {resource.key_field: key} if resource.is_list else {}
+        target.update((name, value) for name, value in body.items() if value is not None)
+        for name, value in current.items():  # fields this version does not know survive
+            if name not in resource.known_fields() and name not in target:
+                target[name] = value
+        if "api_key" in target:
+            target["api_key"] = masking.keep_secret(target["api_key"], current.get("api_key"))
+        replace_entry(container, position, target)
+
+    _write(holder, author, edit)
+    return entry(holder, resource, key)
+
+
+def delete_item(
+    holder: ConfigHolder, resource: Resource, key: str, author: str, if_match: str | None = None
+) -> None:
+    def edit(document: Document) -> None:
+        container, position, _ = _locate(document.root, resource, key, if_match)
+        remove_entry(container, position, document.root, resource.section)
+
+    _write(holder, author, edit)
+
+
+def replace_config(
+    holder: ConfigHolder,
+    author: str,
+    *,
+    text: str | None = None,
+    data: dict[str, Any] | None = None,
+    if_match: str | None = None,
+) -> str:
+    """Replace the whole file by YAML ``text`` (kept as sent) or by ``data`` (merged into it).
+
+    Returns the new ETag.
+    """
+
+    _check_storable(data)
+
+    def replacement(original: str) -> str:
+        stored = _parse_or_empty(original)
+        if text is not None:
+            return _with_stored_secrets(text, stored)
+        document = _document(original)
+        sent = json.loads(json.dumps(data))
+        masking.keep_config_secrets(sent, stored)
+        for section in document.root:  # sections this version does not know survive
+            if section not in Config.model_fields and section not in sent:
+                sent[section] = document.root[section]
+        merge(document.root, sent)
+        return document.text()
+
+    return _write_text(holder, author, replacement, if_match)
+
+
+def restore_revision(holder: ConfigHolder, revision_id: int, author: str) -> str:
+    revision = ConfigRevision.objects.filter(pk=revision_id).first()
+    if revision is None:
+        raise NotFound(f"revision {revision_id} does not exist")
+    return _write_text(
+        holder, f"{author} (restored revision {revision_id})", lambda _: revision.text, None
+    )
+
+
+# A YAML file can hold only these characters (YAML 1.2, "printable").
+_UNSTORABLE = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _check_storable(value: Any, path: str = "") -> None:
+    """Refuse (400) text a YAML file cannot hold, before it reaches the file."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_storable(key, path)
+            _check_storable(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_storable(item, f"{path}[{index}]")
+    elif isinstance(value, str) and (found := _UNSTORABLE.search(value)):
+        raise BadRequest(
+            f"{path or '(body)'}: U+{ord(found.group()):04X} cannot be stored in a YAML file"
+        )
+
+
+# ---- the pipeline -----------------------------------------------------------------------
+
+
+def _write(holder: ConfigHolder, author: str, edit: Callable[[Document], None]) -> str:
+    def apply(original: str) -> str:
+        document = _document(original)
+        edit(document)
+        return document.text()
+
+    return _write_text(holder, author, apply, None)
+
+
+def _write_text(
+    holder: ConfigHolder, author: str, change: Callable[[str], str], if_match: str | None
+) -> str:
+    path = holder.path
+    with revisions.file_lock(path):
+        raw = _read_bytes(path)
+        if if_match is not None and if_match.strip() != "*" and if_match.strip() != file_etag(raw):
+            raise PreconditionFailed(
+                "the config file changed since you read it (If-Match does not match its ETag); "
+                "read it again and re-apply your change"
+            )
+        original = raw.decode("utf-8")
+        try:
+            text = change(original)
+        except NotRepresentable as error:
+            raise BadRequest(str(error)) from error
+        try:
+            encoded = text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise BadRequest(f"the body contains text that cannot be stored: {error}") from error
+        load_config_text(text)  # raises ConfigError: nothing has been written
+        if encoded != raw:
+            _replace_file(path, encoded, lambda: revisions.record(text, author))
+    holder.reload()
+    return file_etag(encoded)
+
+
+def _replace_file(path: Path, data: bytes, record: Callable[[], object]) -> None:
+    """Temp file in the same folder, fsync, rename; the revision commits only if the rename did."""
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
+    descriptor, temporary = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        with transaction.atomic():
+            record()
+            os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def _document(text: str) -> Document:
+    try:
+        return Document(text)
+    except ValueError as error:
+        raise ConfigError([f"(file): {error}"]) from error
+    except Exception as error:
+        raise ConfigError([f"(file): not valid YAML: {error}"]) from error
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+def _parse_or_empty(text: str) -> Any:
+    try:
+        return parse(text) if text.strip() else {}
+    except Exception:
+        return {}
+
+
+def _with_stored_secrets(text: str, stored: Any) -> str:
+    """``text`` as sent, except masked secrets sent back, which get their stored value."""
+    try:
+        sent = parse(text)
+    except Exception as error:
+        raise ConfigError([f"(file): not valid YAML: {error}"]) from error
+    restored = copy.deepcopy(sent)
+    masking.keep_config_secrets(restored, stored)
+    if restored == sent:
+        return text
+    document = Document(text)
+    masking.keep_config_secrets(document.root, stored)
+    return document.text()
+
+
+def _section_keys(root: dict, section: str) -> set[str]:
+    value = root.get(section)
+    if isinstance(value, list):
+        return {str(item.get("name")) for item in value if isinstance(item, dict)}
+    if isinstance(value, dict):
+        return {str(key) for key in value}
+    return set()
+
+
+def _ensure_section(root: Any, resource: Resource) -> None:
+    value = root.get(resource.section)
+    expected = list if resource.is_list else dict
+    if value is None:
+        if resource.section in root:
+            del root[resource.section]
+        append_entry(root, resource.section, expected())
+    elif not isinstance(value, expected):
+        raise ConfigError(
+            [f"{resource.section}: must be a {'list' if resource.is_list else 'map'}"]
+        )
+
+
+def _locate(
+    root: Any, resource: Resource, key: str, if_match: str | None
+) -> tuple[Any, Any, dict[str, Any]]:
+    """(the collection node, the entry's index or key, the entry) or NotFound."""
+    container = root.get(resource.section)
+    position: Any = None
+    if resource.is_list and isinstance(container, list):
+        position = next(
+            (
+                index
+                for index, item in enumerate(container)
+                if isinstance(item, dict) and item.get("name") == key
+            ),
+            None,
+        )
+    elif not resource.is_list and isinstance(container, dict) and key in container:
+        position = key
+    if position is None:
+        raise NotFound(f"{resource.singular} '{key}' does not exist")
+    current = container[position]
+    if if_match is not None and if_match.strip() not in (
+        "*",
+        entry_etag(_masked(resource, current)),
+    ):
+        raise PreconditionFailed(
+            f"{resource.singular} '{key}' changed since you read it (If-Match does not match); "
+            "read it again and re-apply your change"
+        )
+    return container, position, current
+
+
+def _masked(resource: Resource, item: dict[str, Any]) -> dict[str, Any]:
+    plain = json.loads(json.dumps(item, default=str))
+    if "api_key" in plain and resource.section == "providers":
+        plain["api_key"] = masking.mask(plain["api_key"])
+    return plain

@@ -1,0 +1,249 @@
+"""Round-trip editing of the config file: change what was asked, keep every other byte.
+
+ruamel.yaml keeps comments, key order and quoting, and this module adds what it does
+not do by itself:
+
+- Layout. ruamel normalises some spacing (aligned values, for one), so ``Document.text``
+  patches only the lines an edit changed into the original text, and falls back to
+  ruamel's own output when the patched text would not mean the same.
+- Comment ownership. ruamel stores the comment lines above an entry on the entry before
+  it. ``remove_entry`` and ``append_entry`` move those lines so that every comment stays
+  above the entry it was written for (``yamlcomments``).
+- Scalar style. An unchanged value keeps its exact spelling; a changed string keeps its
+  block or quoting style, and a new multi-line string becomes a literal block.
+"""
+
+import difflib
+import io
+import math
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.scalarbool import ScalarBoolean
+from ruamel.yaml.scalarstring import (
+    DoubleQuotedScalarString,
+    FoldedScalarString,
+    LiteralScalarString,
+    SingleQuotedScalarString,
+)
+
+from agents import yamlcomments
+
+Node = CommentedMap | CommentedSeq
+
+
+def parse(text: str) -> Any:
+    """Plain data from YAML text (YAML 1.2, as the config loader reads it)."""
+    return YAML(typ="safe", pure=True).load(text)
+
+
+class NotRepresentable(ValueError):
+    """ruamel wrote text it cannot read back (some control characters, for one)."""
+
+
+class Document:
+    """One config file loaded round-trip; edit ``root`` in place, then take ``text()``."""
+
+    def __init__(self, text: str) -> None:
+        self.original = text
+        self._yaml = _round_trip_yaml(text)
+        root = self._yaml.load(text)
+        if root is None:
+            root = CommentedMap()
+        if not isinstance(root, CommentedMap):
+            raise ValueError("the config must be a mapping of sections")
+        self.root: CommentedMap = root
+        self._baseline = self._dump(self._yaml.load(text)) if text.strip() else ""
+
+    def text(self) -> str:
+        edited = self._dump(self.root)
+        try:
+            reread = parse(edited)
+        except YAMLError as error:
+            raise NotRepresentable(f"the change cannot be written as YAML: {error}") from error
+        if not _same(reread, plain(self.root)):
+            raise RuntimeError("the edited YAML would not read back as the edited document")
+        if not self.original.strip():
+            return edited
+        return keep_layout(self.original, self._baseline, edited)
+
+    def _dump(self, root: CommentedMap) -> str:
+        out = io.StringIO()
+        self._yaml.dump(root, out)
+        return out.getvalue()
+
+
+def keep_layout(original: str, baseline: str, edited: str) -> str:
+    """Apply the change from ``baseline`` to ``edited`` (two ruamel dumps) to ``original``.
+
+    ``baseline`` is ruamel's rendering of the unchanged file: where it has as many lines
+    as the original, line i of one is line i of the other, so unchanged lines can be
+    taken from the original byte for byte.
+    """
+    original_lines = original.splitlines(keepends=True)
+    baseline_lines = baseline.splitlines(keepends=True)
+    edited_lines = edited.splitlines(keepends=True)
+    if len(original_lines) != len(baseline_lines):
+        return edited
+    matcher = difflib.SequenceMatcher(None, baseline_lines, edited_lines, autojunk=False)
+    patched: list[str] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        patched.extend(original_lines[i1:i2] if tag == "equal" else edited_lines[j1:j2])
+    text = "".join(patched)
+    try:
+        same = _same(parse(text), parse(edited))
+    except Exception:
+        same = False
+    return text if same else edited
+
+
+def plain(node: Any) -> Any:
+    """Plain dicts, lists, str, int, float, bool and None from round-trip nodes."""
+    if isinstance(node, dict):
+        return {plain(key): plain(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [plain(item) for item in node]
+    if isinstance(node, (bool, ScalarBoolean)):
+        return bool(node)
+    for kind in (str, int, float):
+        if isinstance(node, kind):
+            return kind(node)
+    return node
+
+
+def _same(left: Any, right: Any) -> bool:
+    if isinstance(left, float) and isinstance(right, float) and math.isnan(left):
+        return math.isnan(right)
+    if isinstance(left, dict) and isinstance(right, dict):
+        return list(left) == list(right) and all(_same(left[k], right[k]) for k in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(map(_same, left, right))
+    return _same_scalar(left, right)
+
+
+def _round_trip_yaml(text: str) -> YAML:
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    mapping, sequence, offset = guess_indent(text)
+    yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
+    return yaml
+
+
+def guess_indent(text: str) -> tuple[int, int, int]:
+    """(mapping, sequence, offset) indentation of the file's block collections."""
+    mapping = offset = None
+    previous: tuple[int, str] | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or stripped.startswith("---"):
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if previous and previous[1].endswith(":") and indent > previous[0]:
+            step = indent - previous[0]
+            if stripped.startswith("- ") and offset is None:
+                offset = step
+            elif not stripped.startswith("- ") and mapping is None:
+                mapping = step
+        if mapping is not None and offset is not None:
+            break
+        previous = (indent, stripped)
+    mapping = mapping or 2
+    offset = 2 if offset is None else offset
+    return mapping, offset + 2, offset
+
+
+def merge(old: Any, new: Any, parent: Node | None = None, name: Any = None) -> Any:
+    """``new`` as a node, reusing ``old``'s node (its comments and style) where it can.
+
+    ``parent``/``name`` locate ``old`` (comments above its first entry live there).
+    """
+    if isinstance(old, CommentedMap) and isinstance(new, dict):
+        for key, value in new.items():
+            if key in old:
+                replace_entry(old, key, value)
+        for key in [key for key in old if key not in new]:
+            remove_entry(old, key, parent, name)
+        for key, value in new.items():
+            if key not in old:
+                append_entry(old, key, value, parent, name)
+        return old
+    if isinstance(old, CommentedSeq) and isinstance(new, list):
+        for index, value in enumerate(new[: len(old)]):
+            replace_entry(old, index, value)
+        while len(old) > len(new):
+            remove_entry(old, len(old) - 1, parent, name)
+        for value in new[len(old) :]:
+            append_entry(old, len(old), value, parent, name)
+        return old
+    if _same_scalar(old, new):
+        return old
+    if isinstance(old, str) and isinstance(new, str):
+        return _restyle(old, new)
+    return to_node(new)
+
+
+def replace_entry(container: Node, key: Any, value: Any) -> None:
+    """``container[key] = value``, merged into the existing node."""
+    current = container[key]
+    merged = merge(current, value, container, key)
+    if merged is not current:
+        yamlcomments.assign(container, key, merged)
+
+
+def append_entry(
+    container: Node, key: Any, value: Any, parent: Node | None = None, name: Any = None
+) -> None:
+    """Add an entry at the end of a map (under ``key``) or a sequence (``key`` unused)."""
+    yamlcomments.append(container, key, to_node(value), parent, name)
+
+
+def remove_entry(container: Node, key: Any, parent: Node | None = None, name: Any = None) -> None:
+    """Delete an entry and the comment lines directly above it; keep every other comment."""
+    yamlcomments.remove(container, key, parent, name)
+
+
+def to_node(value: Any) -> Any:
+    if isinstance(value, dict):
+        node = CommentedMap()
+        for key, item in value.items():
+            node[key] = to_node(item)
+        return node
+    if isinstance(value, list):
+        return CommentedSeq([to_node(item) for item in value])
+    if isinstance(value, str) and "\n" in value:
+        return LiteralScalarString(value)
+    return value
+
+
+def _same_scalar(old: Any, new: Any) -> bool:
+    if isinstance(old, (dict, list)) or isinstance(new, (dict, list)):
+        return False
+    if isinstance(old, bool) != isinstance(new, bool):
+        return False
+    if isinstance(old, str) != isinstance(new, str):
+        return False
+    return old == new
+
+
+_STYLES = (
+    LiteralScalarString,
+    FoldedScalarString,
+    SingleQuotedScalarString,
+    DoubleQuotedScalarString,
+)
+
+
+def _restyle(old: str, new: str) -> str:
+    if "\n" in new:
+        return (
+            FoldedScalarString(new)
+            if isinstance(old, FoldedScalarString)
+            else LiteralScalarString(new)
+        )
+    for style in _STYLES[2:]:
+        if isinstance(old, style):
+            return style(new)
+    return new

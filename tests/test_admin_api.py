@@ -1,0 +1,637 @@
+"""The admin surface end to end: one daphne process serving the original service's example.
+
+After each test the file is put back through the API, byte for byte; tests that cannot
+share that state start no server of their own here (see test_admin_concurrency).
+"""
+
+import html
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from django.test import RequestFactory
+
+from adminui.guard import is_loopback
+from agents.loader import ConfigError, load_config_data
+from agents.snapshot import file_etag
+from agents.yamldoc import parse
+from tests.server import GatewayServer
+
+COMPAT_EXAMPLE = (
+    Path(__file__).resolve().parents[2] / "shared" / "compat" / "coulisse.example.v010.yaml"
+)
+ORIGINAL = COMPAT_EXAMPLE.read_text()
+JSON = {"Accept": "application/json"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayServer]:
+    gateway = GatewayServer(tmp_path_factory.mktemp("admin"), ORIGINAL).start()
+    yield gateway
+    gateway.stop()
+
+
+@pytest.fixture
+def admin(server: GatewayServer) -> Iterator[httpx.Client]:
+    """A JSON client of /admin; the config file is put back after the test."""
+    with httpx.Client(base_url=f"{server.url}/admin", headers=JSON, timeout=10) as client:
+        yield client
+        if server.config_path.read_text() != ORIGINAL:
+            restored = client.put("/config", content=ORIGINAL, headers=YAML_BODY)
+            assert restored.status_code == 204, restored.text
+    assert server.config_path.read_text() == ORIGINAL
+
+
+YAML_BODY = {"Content-Type": "application/yaml"}
+
+
+def wait_for(condition: Callable[[], Any], what: str) -> Any:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def validator_problems(change: Callable[[dict], None]) -> list[str]:
+    """What the config validator says about the example after ``change``."""
+    data = parse(ORIGINAL)
+    change(data)
+    with pytest.raises(ConfigError) as rejected:
+        load_config_data(data)
+    return rejected.value.problems
+
+
+# ---- JSON CRUD of every collection ------------------------------------------------------
+
+COLLECTIONS = {
+    "agents": (
+        "t-agent",
+        {"name": "t-agent", "provider": "openai", "model": "m1"},
+        {"name": "t-agent", "provider": "openai", "model": "m2", "preamble": "Be brief."},
+        {"name": "t-agent", "provider": "cohere", "model": "m"},
+    ),
+    "judges": (
+        "t-judge",
+        {"name": "t-judge", "provider": "openai", "model": "j1", "rubrics": {"clarity": "Clear?"}},
+        {"name": "t-judge", "provider": "gemini", "model": "j2", "rubrics": {"tone": "Polite?"}},
+        {"name": "t-judge", "provider": "openai", "model": "j", "rubrics": {}, "sampling_rate": 2},
+    ),
+    "experiments": (
+        "t-exp",
+        {"name": "t-exp", "strategy": "split", "variants": [{"agent": "gpt-assistant"}]},
+        {
+            "name": "t-exp",
+            "strategy": "shadow",
+            "primary": "gpt-assistant",
+            "variants": [{"agent": "gpt-assistant"}, {"agent": "gemini-assistant", "weight": 2}],
+        },
+        {"name": "t-exp", "strategy": "split", "variants": [{"agent": "nope"}]},
+    ),
+    "providers": (
+        "groq",
+        {"kind": "groq", "api_key": "gsk-0123456789abcdef"},
+        {"api_key": "gsk-fedcba9876543210", "timeout": 30},
+        {"kind": "groq", "timeout": -1},
+    ),
+    "mcp": (
+        "docs",
+        {"name": "docs", "transport": "http", "url": "http://127.0.0.1:9/mcp"},
+        {"transport": "stdio", "command": "python", "args": ["-m", "docs"]},
+        {"name": "docs", "transport": "http"},
+    ),
+}
+
+
+def add_entry(section: str, body: dict) -> Callable[[dict], None]:
+    def change(data: dict) -> None:
+        body_without_key = {k: v for k, v in body.items() if k not in ("kind",)}
+        if isinstance(data.get(section), dict):
+            key = body_without_key.pop("name", None) if section == "mcp" else body["kind"]
+            data[section][key] = body_without_key
+        else:
+            data.setdefault(section, []).append(body_without_key)
+
+    return change
+
+
+@pytest.mark.parametrize("section", COLLECTIONS)
+def test_collection_json_crud_answers_every_status(
+    admin: httpx.Client, server: GatewayServer, section: str
+) -> None:
+    key, created, updated, invalid = COLLECTIONS[section]
+
+    response = admin.post(f"/{section}", json=created)
+    assert response.status_code == 201, response.text
+    assert admin.post(f"/{section}", json=created).status_code == 409
+
+    listed = admin.get(f"/{section}").json()
+    keys = [item["name"] for item in listed] if isinstance(listed, list) else list(listed)
+    assert key in keys
+    assert admin.get(f"/{section}/{key}").status_code == 200
+
+    response = admin.put(f"/{section}/{key}", json=updated)
+    assert response.status_code == 200, response.text
+    shown = admin.get(f"/{section}/{key}").json()
+    assert {k: v for k, v in shown.items() if k != "api_key"} == {
+        k: v for k, v in updated.items() if k != "api_key"
+    }
+    other = {**updated, "kind" if section == "providers" else "name": "someone-else"}
+    if section == "providers":
+        other["kind"] = "cohere"
+    assert admin.put(f"/{section}/{key}", json=other).status_code == 400
+    assert admin.put(f"/{section}/missing-one", json=updated).status_code in (400, 404)
+
+    assert admin.delete(f"/{section}/{key}").status_code == 204
+    assert admin.delete(f"/{section}/{key}").status_code == 404
+    assert admin.get(f"/{section}/{key}").status_code == 404
+
+    before = server.config_path.read_bytes()
+    rejected = admin.post(f"/{section}", json=invalid)
+    assert rejected.status_code == 422
+    assert rejected.json()["error"]["problems"] == validator_problems(add_entry(section, invalid))
+    assert rejected.json()["error"]["message"] == "\n".join(rejected.json()["error"]["problems"])
+    assert server.config_path.read_bytes() == before
+
+    assert (
+        admin.post(
+            f"/{section}", content=b"{not json", headers={"Content-Type": "application/json"}
+        ).status_code
+        == 400
+    )
+    assert admin.post(f"/{section}", json=["not", "an", "object"]).status_code == 400
+
+
+def test_update_of_missing_entry_is_404(admin: httpx.Client) -> None:
+    response = admin.put(
+        "/agents/ghost", json={"name": "ghost", "provider": "openai", "model": "m"}
+    )
+
+    assert response.status_code == 404
+    assert response.json()["error"]["message"] == "agent 'ghost' does not exist"
+
+
+def test_experiment_cannot_take_an_agent_name(admin: httpx.Client) -> None:
+    body = {
+        "name": "gpt-assistant",
+        "strategy": "split",
+        "variants": [{"agent": "gemini-assistant"}],
+    }
+
+    assert admin.post("/experiments", json=body).status_code == 409
+
+
+@pytest.mark.parametrize(
+    ("path", "change"),
+    [
+        ("/judges/quality", lambda data: data["judges"].pop(0)),
+        ("/providers/anthropic", lambda data: data["providers"].pop("anthropic")),
+        ("/mcp/hello", lambda data: data["mcp"].pop("hello")),
+    ],
+)
+def test_delete_of_referenced_entry_is_422_and_leaves_the_file_byte_identical(
+    admin: httpx.Client, server: GatewayServer, path: str, change: Callable[[dict], Any]
+) -> None:
+    response = admin.delete(path)
+
+    assert response.status_code == 422
+    assert response.json()["error"]["problems"] == validator_problems(change)
+    assert server.config_path.read_text() == ORIGINAL
+
+
+def test_agent_crud_keeps_every_comment_and_unknown_section(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    admin.post("/agents", json={"name": "tmp", "provider": "openai", "model": "m"})
+    admin.put("/agents/tmp", json={"name": "tmp", "provider": "gemini", "model": "n"})
+    admin.put("/agents/gpt-assistant", json={**parse(ORIGINAL)["agents"][1], "model": "gpt-4.1"})
+    admin.put("/agents/gpt-assistant", json=parse(ORIGINAL)["agents"][1])
+    admin.delete("/agents/tmp")
+
+    assert server.config_path.read_text() == ORIGINAL
+
+
+def test_update_keeps_keys_the_schema_does_not_know(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    text = ORIGINAL.replace(
+        "    model: gpt-4o\n",
+        "    model: gpt-4o\n    temperature_hint: 0.2  # from a newer version\n",
+    )
+    assert admin.put("/config", content=text, headers=YAML_BODY).status_code == 204
+
+    response = admin.put(
+        "/agents/gpt-assistant",
+        json={"name": "gpt-assistant", "provider": "openai", "model": "gpt-4.1"},
+    )
+
+    assert response.status_code == 200
+    assert "    temperature_hint: 0.2  # from a newer version\n" in server.config_path.read_text()
+    assert "memory:\n  backend:\n" in server.config_path.read_text()
+
+
+def test_created_agent_is_served_by_v1_models(admin: httpx.Client, server: GatewayServer) -> None:
+    admin.post("/agents", json={"name": "fresh", "provider": "openai", "model": "m"})
+
+    models = httpx.get(f"{server.url}/v1/models").json()["data"]
+
+    assert "fresh" in [model["id"] for model in models]
+
+
+# ---- bodies: YAML and forms ------------------------------------------------------------
+
+
+def test_yaml_bodies_create_and_update(admin: httpx.Client) -> None:
+    created = admin.post(
+        "/agents",
+        content="name: yamlie\nprovider: gemini\nmodel: g\npreamble: |\n  one\n  two\n",
+        headers={"Content-Type": "application/x-yaml"},
+    )
+    updated = admin.put(
+        "/agents/yamlie",
+        content="provider: openai\nmodel: 'on'\n",
+        headers={"Content-Type": "text/yaml"},
+    )
+
+    assert created.status_code == 201
+    assert created.json()["preamble"] == "one\ntwo\n"
+    assert updated.status_code == 200
+    assert updated.json() == {"name": "yamlie", "provider": "openai", "model": "on"}
+
+
+def test_malformed_yaml_body_is_400(admin: httpx.Client) -> None:
+    response = admin.post("/agents", content="name: [unclosed", headers=YAML_BODY)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["message"].startswith("the body is not valid YAML")
+
+
+def csrf_token(client: httpx.Client, path: str) -> str:
+    page = client.get(path, headers={"Accept": "text/html"}).text
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+
+
+def test_form_create_redirects_to_the_new_agent(admin: httpx.Client) -> None:
+    token = csrf_token(admin, "/agents/new")
+
+    response = admin.post(
+        "/agents",
+        data={
+            "csrfmiddlewaretoken": token,
+            "name": "formed",
+            "provider": "openai",
+            "model": "m",
+            "preamble": "Hello\r\nthere",
+            "judges": ["quality"],
+            "mcp_tools": "- server: hello",
+        },
+        headers={"Accept": "text/html"},
+    )
+
+    assert response.status_code == 303
+    assert response.headers["Location"] == "/admin/agents/formed"
+    assert admin.get("/agents/formed").json() == {
+        "name": "formed",
+        "provider": "openai",
+        "model": "m",
+        "preamble": "Hello\nthere",
+        "judges": ["quality"],
+        "mcp_tools": [{"server": "hello"}],
+    }
+
+
+def test_htmx_form_update_answers_204_with_hx_redirect(admin: httpx.Client) -> None:
+    token = csrf_token(admin, "/agents/gemini-assistant/edit")
+
+    response = admin.put(
+        "/agents/gemini-assistant",
+        content="provider=gemini&model=gemini-2.5-flash&preamble=Short.",
+        headers={
+            "HX-Request": "true",
+            "X-CSRFToken": token,
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+    )
+
+    assert response.status_code == 204
+    assert response.headers["HX-Redirect"] == "/admin/agents/gemini-assistant"
+    assert admin.get("/agents/gemini-assistant").json()["model"] == "gemini-2.5-flash"
+
+
+def test_form_without_csrf_token_is_403(admin: httpx.Client, server: GatewayServer) -> None:
+    response = httpx.post(
+        f"{server.url}/admin/agents",
+        data={"name": "sneaky", "provider": "openai", "model": "m"},
+        headers=JSON,
+    )
+
+    assert response.status_code == 403
+    assert "CSRF" in response.json()["error"]["message"]
+
+
+def test_rejected_form_shows_the_validator_message_on_its_field(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    token = csrf_token(admin, "/agents/new")
+    problem = validator_problems(
+        add_entry("agents", {"name": "bad", "provider": "cohere", "model": "m"})
+    )[0]
+
+    response = admin.post(
+        "/agents",
+        data={"csrfmiddlewaretoken": token, "name": "bad", "provider": "cohere", "model": "m"},
+        headers={"Accept": "text/html", "HX-Request": "true"},
+    )
+
+    assert response.status_code == 422
+    assert "<html" not in response.text
+    field = re.search(r'<div class="field invalid">(.*?)</div>', response.text, re.S).group(1)
+    assert 'for="id_provider"' in field
+    assert html.escape(problem) in field
+    assert server.config_path.read_text() == ORIGINAL
+
+
+# ---- representations ------------------------------------------------------------------
+
+
+def test_same_route_serves_page_fragment_and_json(admin: httpx.Client) -> None:
+    page = admin.get("/agents", headers={"Accept": "text/html"})
+    fragment = admin.get("/agents", headers={"HX-Request": "true"})
+    data = admin.get("/agents", headers={"Accept": "text/html;q=0.5, application/json"})
+
+    assert page.text.lstrip().startswith("<!doctype html>")
+    assert 'src="/static/django_htmx/htmx-2.min.js"' in page.text
+    assert "<html" not in fragment.text and "gpt-assistant" in fragment.text
+    assert data.headers["Content-Type"].startswith("application/json")
+    assert [agent["name"] for agent in data.json()][:2] == ["claude-assistant", "gpt-assistant"]
+
+
+def test_every_page_renders(admin: httpx.Client) -> None:
+    paths = [
+        "/",
+        "/agents/new",
+        "/judges/quality",
+        "/judges/quality/edit",
+        "/experiments",
+        "/experiments/new",
+        "/providers/openai/edit",
+        "/mcp/hello",
+        "/mcp/new",
+        "/config",
+        "/revisions",
+        "/conversations",
+        "/usage",
+    ]
+
+    for path in paths:
+        response = admin.get(path, headers={"Accept": "text/html"})
+        assert response.status_code == 200, path
+        assert "<!doctype html>" in response.text, path
+
+
+def test_vendored_htmx_is_served_without_debug(server: GatewayServer) -> None:
+    response = httpx.get(f"{server.url}/static/django_htmx/htmx-2.min.js")
+
+    assert response.status_code == 200
+    assert 'version:"2.' in response.text
+
+
+def test_rendered_values_are_escaped(admin: httpx.Client) -> None:
+    admin.post(
+        "/agents",
+        json={
+            "name": "x",
+            "provider": "openai",
+            "model": "m",
+            "preamble": "<script>alert(1)</script>",
+        },
+    )
+
+    page = admin.get("/agents/x", headers={"Accept": "text/html"}).text
+
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script>alert(1)" not in page
+
+
+# ---- the whole file -------------------------------------------------------------------
+
+
+def test_config_get_is_masked_yaml_with_the_etag_of_the_bytes_on_disk(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    response = admin.get("/config", headers={"Accept": "*/*"})
+
+    assert response.headers["Content-Type"].startswith("application/yaml")
+    assert response.headers["ETag"] == file_etag(server.config_path.read_bytes())
+    assert "api_key: sk-…here\n" in response.text
+    assert "sk-ant-your-key-here" not in response.text
+    assert "# --- Telemetry ---" in response.text and "memory:\n" in response.text
+
+
+def test_config_get_json_is_masked(admin: httpx.Client) -> None:
+    data = admin.get("/config").json()
+
+    assert data["providers"]["anthropic"] == {"api_key": "sk-…here"}
+    assert data["memory"]["embedder"]["model"] == "text-embedding-3-small"
+
+
+def test_config_put_of_masked_text_keeps_the_stored_secrets(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    masked = admin.get("/config", headers={"Accept": "application/yaml"})
+
+    response = admin.put(
+        "/config", content=masked.text, headers={**YAML_BODY, "If-Match": masked.headers["ETag"]}
+    )
+
+    assert response.status_code == 204
+    assert server.config_path.read_text() == ORIGINAL
+
+
+def test_config_put_json_merges_into_the_file(admin: httpx.Client, server: GatewayServer) -> None:
+    data = admin.get("/config").json()
+    data["agents"][2]["model"] = "gemini-2.5-pro"
+    del data["memory"]  # a section this version does not know is kept all the same
+
+    assert admin.put("/config", json=data).status_code == 204
+
+    text = server.config_path.read_text()
+    assert text == ORIGINAL.replace("model: gemini-2.0-flash", "model: gemini-2.5-pro")
+
+
+def test_config_put_with_stale_if_match_is_412_and_changes_nothing(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    stale = admin.get("/config").headers["ETag"]
+    admin.post("/agents", json={"name": "meanwhile", "provider": "openai", "model": "m"})
+    before = server.config_path.read_bytes()
+
+    response = admin.put("/config", content=ORIGINAL, headers={**YAML_BODY, "If-Match": stale})
+
+    assert response.status_code == 412
+    assert server.config_path.read_bytes() == before
+
+
+def test_config_put_rejected_by_validation_is_422_verbatim_and_byte_identical(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    broken = ORIGINAL.replace("provider: gemini\n", "provider: cohere\n")
+
+    response = admin.put("/config", content=broken, headers=YAML_BODY)
+
+    problems = validator_problems(lambda data: data["agents"][2].update(provider="cohere"))
+    assert response.status_code == 422
+    assert response.json()["error"]["message"] == "\n".join(problems)
+    assert server.config_path.read_text() == ORIGINAL
+
+
+# ---- secrets ---------------------------------------------------------------------------
+
+
+def test_provider_key_is_masked_everywhere_and_kept_when_sent_back(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    listed = admin.get("/providers").json()
+    shown = admin.get("/providers/openai").json()
+    page = admin.get("/providers/openai", headers={"Accept": "text/html"}).text
+
+    assert listed["openai"]["api_key"] == shown["api_key"] == "sk-…-key"
+    assert "sk-your-openai-key" not in page and "sk-…-key" in page
+
+    assert admin.put("/providers/openai", json=shown).status_code == 200
+    assert "    api_key: sk-your-openai-key\n" in server.config_path.read_text()
+
+
+# ---- revisions -------------------------------------------------------------------------
+
+
+def test_writes_are_recorded_as_revisions_with_masked_diffs_and_can_be_restored(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    admin.post("/agents", json={"name": "rev", "provider": "openai", "model": "m1"})
+    admin.put("/agents/rev", json={"name": "rev", "provider": "openai", "model": "m2"})
+    admin.put("/providers/openai", json={"api_key": "sk-brand-new-secret-0123"})
+
+    newest = admin.get("/revisions").json()["data"][:3]
+
+    assert [revision["author"] for revision in newest] == ["admin (127.0.0.1)"] * 3
+    assert "+    model: m2" in newest[1]["diff"] and "-    model: m1" in newest[1]["diff"]
+    assert "sk-brand-new-secret-0123" not in newest[0]["diff"]
+    assert "+    api_key: sk-…0123" in newest[0]["diff"]
+    assert newest[0]["etag"] == file_etag(server.config_path.read_bytes())
+
+    first = newest[2]["id"]
+    response = admin.post(f"/revisions/{first}/restore", json={})
+    assert response.status_code == 200
+    detail = admin.get(f"/revisions/{first}").json()
+    assert "model: m1" in server.config_path.read_text()
+    assert "sk-your-openai-key" in server.config_path.read_text()
+    assert "sk-your-openai-key" not in detail["text"]
+    assert admin.post("/revisions/999999/restore", json={}).status_code == 404
+
+
+def test_hand_edit_is_recorded_as_file_edit(admin: httpx.Client, server: GatewayServer) -> None:
+    server.config_path.write_text(ORIGINAL.replace("model: gpt-4o\n", "model: gpt-4o-2024\n"))
+
+    def recorded() -> Any:
+        newest = admin.get("/revisions").json()["data"][0]
+        return newest if "+    model: gpt-4o-2024" in newest["diff"] else None
+
+    assert wait_for(recorded, "the hand edit's revision")["author"] == "file edit"
+
+
+def test_invalid_hand_edit_shows_a_banner_on_every_page_until_fixed(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    server.config_path.write_text(ORIGINAL.replace("provider: gemini\n", "provider: cohere\n"))
+    problem = "agents[2].provider: provider &#x27;cohere&#x27; is not configured"
+
+    wait_for(lambda: problem in admin.get("/", headers={"Accept": "text/html"}).text, "the banner")
+    for path in ("/agents", "/providers/openai", "/config", "/revisions", "/usage"):
+        assert problem in admin.get(path, headers={"Accept": "text/html"}).text, path
+    assert admin.get("/agents/gemini-assistant").json()["provider"] == "gemini"  # last good
+    editable = admin.get("/config", headers={"Accept": "application/yaml"}).text
+    assert "provider: cohere\n" in editable and "sk-ant-your-key-here" not in editable
+
+    admin.put("/config", content=ORIGINAL, headers=YAML_BODY)
+    assert problem not in admin.get("/", headers={"Accept": "text/html"}).text
+
+
+# ---- loopback only ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("header", ["X-Forwarded-For", "Forwarded"])
+def test_request_through_a_proxy_is_403_saying_how_to_enable_auth_admin(
+    admin: httpx.Client, header: str
+) -> None:
+    response = admin.get("/agents", headers={header: "for=203.0.113.9"})
+
+    assert response.status_code == 403
+    assert "auth:\n  admin:\n    basic:" in response.json()["error"]["message"]
+
+
+def test_non_loopback_address_is_not_loopback() -> None:
+    factory = RequestFactory()
+
+    assert is_loopback(factory.get("/admin/", REMOTE_ADDR="127.0.0.1"))
+    assert is_loopback(factory.get("/admin/", REMOTE_ADDR="::1"))
+    assert not is_loopback(factory.get("/admin/", REMOTE_ADDR="10.1.2.3"))
+
+
+# ---- recorded data ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def recorded_rows(server: GatewayServer) -> Iterator[str]:
+    user = "user-records-1"
+    database = sqlite3.connect(server.database_url.removeprefix("sqlite:///"))
+    with database:
+        for index in range(3):
+            database.execute(
+                "INSERT INTO inference_storedmessage (user_id, model, role, content, created_at) "
+                "VALUES (?, 'gpt-assistant', ?, ?, datetime('now'))",
+                (user, "user" if index % 2 == 0 else "assistant", f"message {index}"),
+            )
+        database.execute(
+            "INSERT INTO inference_ledgerentry (user_id, agent, experiment, variant, provider, "
+            "completion_id, prompt_tokens, completion_tokens, total_tokens, created_at) "
+            "VALUES (?, 'gpt-assistant', '', '', 'openai', 'chatcmpl-1', 10, 5, 15, datetime('now'))",
+            (user,),
+        )
+    yield user
+    with database:
+        database.execute("DELETE FROM inference_storedmessage WHERE user_id = ?", (user,))
+        database.execute("DELETE FROM inference_ledgerentry WHERE user_id = ?", (user,))
+    database.close()
+
+
+def test_conversations_of_a_user_are_paginated_newest_first(
+    admin: httpx.Client, recorded_rows: str
+) -> None:
+    first = admin.get("/conversations", params={"user": recorded_rows}).json()
+
+    assert [row["content"] for row in first["data"]] == ["message 2", "message 1", "message 0"]
+    assert first["next"] is None
+    assert set(first["data"][0]) == {"user", "model", "role", "content", "created_at"}
+    page = admin.get(
+        "/conversations", params={"user": recorded_rows}, headers={"Accept": "text/html"}
+    )
+    assert "message 1" in page.text
+
+
+def test_usage_of_a_user_in_each_window(admin: httpx.Client, recorded_rows: str) -> None:
+    usage = admin.get("/usage", params={"user": recorded_rows}).json()
+
+    assert usage == {"user": recorded_rows, "windows": {"hour": 15, "day": 15, "month": 15}}
+    assert admin.get("/usage").status_code == 400
+
+
+def test_bad_cursor_is_400(admin: httpx.Client) -> None:
+    assert admin.get("/revisions", params={"cursor": "abc"}).status_code == 400

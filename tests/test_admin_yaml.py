@@ -1,0 +1,181 @@
+"""Round-trip edits of the original service's configs: golden diffs, comments kept in place.
+
+Each golden is the unified diff an edit makes to a compat config (the configs themselves
+are read from ../shared/compat and never copied here).
+"""
+
+import difflib
+from pathlib import Path
+
+import pytest
+
+from agents import masking
+from agents.yamldoc import Document, append_entry, keep_layout, merge, parse, remove_entry
+
+COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat"
+EXAMPLE = COMPAT / "coulisse.example.v010.yaml"
+TEMPLATE = COMPAT / "coulisse.init_template.v010.yaml"
+
+
+def edited(path: Path, edit) -> str:
+    """The unified diff (no header) that ``edit`` of the round-trip document makes."""
+    text = path.read_text()
+    document = Document(text)
+    edit(document.root)
+    after = document.text()
+    lines = difflib.unified_diff(text.splitlines(True), after.splitlines(True), n=1)
+    return "".join(list(lines)[2:])
+
+
+@pytest.mark.parametrize("path", [EXAMPLE, TEMPLATE], ids=["example", "init_template"])
+def test_document_unchanged_is_byte_identical(path: Path) -> None:
+    text = path.read_text()
+
+    assert Document(text).text() == text
+
+
+def test_append_agent_goes_above_the_trailing_comment_sections() -> None:
+    agent = {"name": "new", "provider": "openai", "model": "m", "judges": ["quality"]}
+
+    diff = edited(EXAMPLE, lambda root: append_entry(root["agents"], 4, agent, root, "agents"))
+
+    assert diff == (
+        "@@ -118,2 +118,8 @@\n"
+        " \n"
+        "+  - name: new\n"
+        "+    provider: openai\n"
+        "+    model: m\n"
+        "+    judges:\n"
+        "+      - quality\n"
+        "+\n"
+        " # --- Smoke tests ------------------------------------------------------\n"
+    )
+
+
+def test_remove_middle_agent_takes_only_its_own_comment() -> None:
+    diff = edited(EXAMPLE, lambda root: remove_entry(root["agents"], 1, root, "agents"))
+
+    removed = [line for line in diff.splitlines() if line.startswith("-")]
+    assert removed[0] == "-  - name: gpt-assistant"
+    assert "-    # Restrict this agent to a specific subset of tools (tool names come" in removed
+    assert not [line for line in diff.splitlines() if line.startswith("+")]
+    assert "\n   - name: gemini-assistant\n" in diff  # still one blank line above it
+
+
+def test_remove_first_judge_keeps_the_next_judges_comment() -> None:
+    diff = edited(EXAMPLE, lambda root: remove_entry(root["judges"], 0, root, "judges"))
+
+    assert "-  # Cheap, broad check on every assistant turn. A small model averaged\n" in diff
+    assert "   # Expensive deep audit on a small fraction of turns for code reviews.\n" in diff
+    assert "+" not in "".join(line[0] for line in diff.splitlines() if line)
+
+
+def test_remove_last_mcp_server_keeps_the_comments_below_it() -> None:
+    text = EXAMPLE.read_text()
+    document = Document(text)
+    remove_entry(document.root["mcp"], "hello", document.root, "mcp")
+    after = document.text()
+
+    assert "mcp: {}\n" in after
+    for comment in ("# Example of an HTTP-based MCP server:", "# LLM-as-judge evaluators."):
+        assert after.index("mcp: {}") < after.index(comment) < after.index("judges:")
+    assert parse(after)["judges"] == parse(text)["judges"]
+
+
+def test_append_provider_goes_above_the_next_sections_comment() -> None:
+    diff = edited(
+        EXAMPLE,
+        lambda root: append_entry(root["providers"], "groq", {"api_key": "k"}, root, "providers"),
+    )
+
+    assert diff == (
+        "@@ -35,2 +35,4 @@\n     api_key: your-gemini-key\n+  groq:\n+    api_key: k\n \n"
+    )
+
+
+def test_new_section_goes_above_the_trailing_comment_sections() -> None:
+    experiments = [{"name": "e", "strategy": "split", "variants": [{"agent": "gpt-assistant"}]}]
+
+    diff = edited(EXAMPLE, lambda root: append_entry(root, "experiments", experiments))
+
+    assert diff == (
+        "@@ -118,2 +118,8 @@\n"
+        " \n"
+        "+experiments:\n"
+        "+  - name: e\n"
+        "+    strategy: split\n"
+        "+    variants:\n"
+        "+      - agent: gpt-assistant\n"
+        "+\n"
+        " # --- Smoke tests ------------------------------------------------------\n"
+    )
+
+
+def test_merge_changes_only_the_changed_lines_and_keeps_aligned_values() -> None:
+    def edit(root) -> None:
+        judge = dict(parse(EXAMPLE.read_text())["judges"][0], model="gpt-4.1-mini")
+        merge(root["judges"][0], judge, root["judges"], 0)
+
+    assert edited(EXAMPLE, edit) == (
+        "@@ -64,3 +64,3 @@\n"
+        "     provider: openai\n"
+        "-    model: gpt-4o-mini\n"
+        "+    model: gpt-4.1-mini\n"
+        "     sampling_rate: 1.0\n"
+    )
+
+
+def test_merge_multi_line_preamble_becomes_a_literal_block_before_the_blank_line() -> None:
+    agent = {
+        "name": "gpt-assistant",
+        "provider": "openai",
+        "model": "gpt-4o",
+        "preamble": "Line one\nline two\n",
+    }
+
+    diff = edited(EXAMPLE, lambda root: merge(root["agents"][1], agent, root["agents"], 1))
+
+    assert diff.endswith("+    preamble: |\n+      Line one\n+      line two\n \n")
+    assert "-    # Restrict this agent to a specific subset of tools (tool names come\n" in diff
+
+
+def test_merge_block_preamble_to_one_line_keeps_the_comment_after_it() -> None:
+    def edit(root) -> None:
+        agent = dict(parse(EXAMPLE.read_text())["agents"][3], preamble="Review code.")
+        merge(root["agents"][3], agent, root["agents"], 3)
+
+    diff = edited(EXAMPLE, edit)
+
+    assert "+    preamble: Review code.\n     # Stack judges:" in diff
+
+
+def test_keep_layout_falls_back_when_the_patch_would_change_the_meaning() -> None:
+    original = "a:   1\nb:   2\n"
+    baseline = "a: 1\nb: 2\nc: 3\n"  # not line for line: the original cannot be patched
+
+    assert keep_layout(original, baseline, "a: 1\nb: 5\n") == "a: 1\nb: 5\n"
+
+
+def test_mask_shows_prefix_and_suffix_and_keeps_env_references() -> None:
+    assert masking.mask("sk-ant-your-key-here") == "sk-…here"
+    assert masking.mask("${OPENAI_API_KEY}") == "${OPENAI_API_KEY}"
+    assert masking.mask("short") == "…"
+
+
+def test_keep_secret_restores_only_the_masked_form_of_the_stored_value() -> None:
+    stored = "sk-ant-your-key-here"
+
+    assert masking.keep_secret("sk-…here", stored) == stored
+    assert masking.keep_secret("sk-new-key-0123456789", stored) == "sk-new-key-0123456789"
+
+
+def test_mask_config_masks_provider_keys_and_auth_passwords() -> None:
+    data = {
+        "providers": {"openai": {"api_key": "sk-openai-0123456789"}},
+        "auth": {"admin": {"basic": {"username": "admin", "password": "pbkdf2_sha256$1$abc$def"}}},
+    }
+
+    masking.mask_config(data)
+
+    assert data["providers"]["openai"]["api_key"] == "sk-…6789"
+    assert data["auth"]["admin"]["basic"] == {"username": "admin", "password": "pbk…$def"}
