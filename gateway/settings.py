@@ -82,6 +82,9 @@ TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en-us"
 USE_I18N = False
 
+# Chat requests carry whole conversations: allow large bodies (GATEWAY_MAX_BODY_BYTES).
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("GATEWAY_MAX_BODY_BYTES", 32 * 1024 * 1024))
+
 STATIC_URL = "static/"
 
 LOGGING = {

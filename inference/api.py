@@ -2,6 +2,8 @@
 
 import json
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
@@ -95,6 +97,14 @@ def _validation_error(request: HttpRequest, error: ValidationError) -> HttpRespo
     elif param:
         message = f"{param}: {message}"
     return invalid_request(message, param=param, code="invalid_type").response()
+
+
+@api.exception_handler(RequestDataTooBig)
+def _body_too_large(request: HttpRequest, error: RequestDataTooBig) -> HttpResponse:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return ApiError(
+        413, f"The request body is larger than {limit} bytes", code="request_too_large"
+    ).response()
 
 
 @api.exception_handler(HttpError)

@@ -10,6 +10,7 @@ _DEFAULT_TYPES = {
     403: "permission_error",
     404: "not_found_error",
     405: "invalid_request_error",
+    413: "invalid_request_error",
     429: "rate_limit_exceeded",
     500: "server_error",
     502: "upstream_error",

@@ -207,3 +207,13 @@ def test_sdk_raises_on_a_mid_stream_error_frame(
     )
     with pytest.raises(openai.APIError):
         list(stream)
+
+
+def test_large_bodies_are_accepted_and_oversized_ones_are_413(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream
+) -> None:
+    three_megabytes = chat(messages=[{"role": "user", "content": "x" * 3_000_000}])
+    assert post(gateway, three_megabytes).status_code == 200
+    too_large = chat(messages=[{"role": "user", "content": "x" * (33 * 1024 * 1024)}])
+    error = assert_error(post(gateway, too_large), 413, "invalid_request_error", None)
+    assert error["code"] == "request_too_large"
