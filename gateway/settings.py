@@ -58,7 +58,9 @@ TEMPLATES = [
 
 
 def _database(url: str) -> dict:
-    database = dj_database_url.parse(url, conn_max_age=0)
+    # Connections live on in the worker threads of the /v1 pipeline (inference.database),
+    # checked before reuse.
+    database = dj_database_url.parse(url, conn_max_age=600, conn_health_checks=True)
     if database["ENGINE"] == "django.db.backends.sqlite3":
         # WAL + immediate transactions let several server processes share one file
         # without "database is locked" on read-then-write transactions.

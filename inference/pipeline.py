@@ -12,13 +12,13 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
 from agents.schema import AgentConfig, Config, HistoryConfig
 from gateway.requestlog import RequestLog
 from inference.budgets import check_budgets
+from inference.database import in_database
 from inference.errors import ApiError, invalid_request
 from inference.history import exchange_rows, load_history
 from inference.identity import resolve_user_id
@@ -50,7 +50,8 @@ async def prepare_turn(body: ChatCompletionIn, config: Config, log: RequestLog) 
     log.user = user_id
     options = parse_options(body.metadata)
     response_format = parse_response_format(body.response_format)
-    history = await sync_to_async(_check_budgets_and_load_history)(
+    history = await in_database(
+        _check_budgets_and_load_history,
         user_id,
         body.model,
         options.caps,
@@ -123,7 +124,7 @@ def _record(turn: Turn, usage: Usage, reply: str | None, now: datetime) -> None:
 
 async def record_turn(turn: Turn, usage: Usage, reply: str | None) -> None:
     """Bill the turn; store the exchange in history unless it produced no reply (``None``)."""
-    await sync_to_async(_record)(turn, usage, reply, timezone.now())
+    await in_database(_record, turn, usage, reply, timezone.now())
 
 
 def completion_body(turn: Turn, response: ChatResponse, usage: Usage) -> dict:
