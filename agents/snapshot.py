@@ -55,6 +55,8 @@ class ConfigHolder:
             text = self.path.read_text(encoding="utf-8")
         except OSError as error:
             return self._reject([f"(file): cannot read {self.path}: {error.strerror}"])
+        except UnicodeDecodeError as error:
+            return self._reject([f"(file): not UTF-8 text (byte {error.start}): {error.reason}"])
         current = self.snapshot
         if current is not None and current.text == text and not self.problems:
             return False

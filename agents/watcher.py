@@ -44,6 +44,13 @@ class ConfigWatcher:
             yield_on_timeout=False,
         )
         # A change between the first load and the watch's start would otherwise be missed.
-        self.holder.reload()
+        self._reload()
         for _ in changes:
+            self._reload()
+
+    def _reload(self) -> None:
+        # The watcher must outlive any one bad edit, or later edits would never apply.
+        try:
             self.holder.reload()
+        except Exception:
+            logger.exception("config reload of %s failed", self.holder.path)

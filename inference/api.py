@@ -11,6 +11,7 @@ from ninja.errors import HttpError, ValidationError
 from agents.loader import format_path
 from gateway import runtime
 from inference import enforcement
+from inference.auth import check_proxy_auth
 from inference.errors import ApiError, invalid_request
 from inference.pipeline import (
     billed_usage,
@@ -32,6 +33,7 @@ api = NinjaAPI(urls_namespace="v1", docs_url=None, openapi_url=None, title="Gate
 async def list_models(request: HttpRequest) -> HttpResponse:
     holder = runtime.current().holder
     config = config_or_503(holder.config, holder.problems)
+    await check_proxy_auth(request.headers.get("Authorization"), config.auth)
     data = [
         {"id": agent.name, "object": "model", "created": 0, "owned_by": OWNED_BY}
         for agent in config.agents
@@ -43,6 +45,7 @@ async def list_models(request: HttpRequest) -> HttpResponse:
 async def chat_completions(request: HttpRequest, payload: ChatCompletionIn) -> HttpResponse:
     current = runtime.current()
     config = config_or_503(current.holder.config, current.holder.problems)
+    await check_proxy_auth(request.headers.get("Authorization"), config.auth)
     log = request.gateway_log  # type: ignore[attr-defined]
     turn = await prepare_turn(payload, config, log)
     provider = current.providers.provider(
@@ -92,7 +95,9 @@ def _validation_error(request: HttpRequest, error: ValidationError) -> HttpRespo
     location = tuple(part for part in first["loc"] if part not in ("body", "payload"))
     param = format_path(location) if location else None
     message = first["msg"]
-    if first.get("type") == "missing":
+    if param is None:
+        message = "The request body must be a JSON object with at least model and messages"
+    elif first.get("type") == "missing":
         message = f"{param} is required"
     elif param:
         message = f"{param}: {message}"

@@ -13,8 +13,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from jsonschema import validators
-
 from inference.providers.base import Provider, ProviderError
 from inference.providers.types import (
     ChatRequest,
@@ -27,6 +25,7 @@ from inference.providers.types import (
     Usage,
     UsageReport,
 )
+from inference.structured import schema_validator
 
 _FENCE = re.compile(r"\A\s*```[^\n`]*\n(?P<body>.*?)\n?```\s*\Z", re.DOTALL)
 _REPORTED_ERRORS = 5
@@ -87,9 +86,7 @@ def validation_errors(text: str, response_format: ResponseFormat) -> list[str]:
         return [f"the reply is not valid JSON ({error})"]
     if response_format.schema is None:
         return [] if isinstance(value, dict) else ["the reply is JSON but not an object"]
-    validator = validators.validator_for(
-        response_format.schema, default=validators.Draft202012Validator
-    )(response_format.schema)
+    validator = schema_validator(response_format.schema)
     found = sorted(validator.iter_errors(value), key=lambda error: list(error.absolute_path))
     return [_describe(error.absolute_path, error.message) for error in found[:_REPORTED_ERRORS]]
 
@@ -118,7 +115,8 @@ async def _replay(
     provider: Provider, request: ChatRequest, max_repairs: int
 ) -> AsyncIterator[StreamEvent]:
     response = await complete(provider, request, max_repairs)
+    # Usage first: a client that leaves during the replay is billed what was really spent.
+    yield UsageReport(response.usage)
     for start in range(0, len(response.text), _REPLAY_CHUNK):
         yield TextDelta(response.text[start : start + _REPLAY_CHUNK])
     yield Finish(response.finish_reason)
-    yield UsageReport(response.usage)

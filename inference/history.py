@@ -30,6 +30,11 @@ def load_history(user_id: str, model: str, limits: HistoryConfig) -> list[Messag
 
 def exchange_rows(user_id: str, model: str, user_text: str, reply: str) -> list[StoredMessage]:
     return [
-        StoredMessage(user_id=user_id, model=model, role="user", content=user_text),
-        StoredMessage(user_id=user_id, model=model, role="assistant", content=reply),
+        StoredMessage(user_id=user_id, model=model, role="user", content=_storable(user_text)),
+        StoredMessage(user_id=user_id, model=model, role="assistant", content=_storable(reply)),
     ]
+
+
+def _storable(text: str) -> str:
+    """PostgreSQL text cannot hold NUL; keep the rest of the message."""
+    return text.replace("\x00", "\ufffd")

@@ -4,10 +4,22 @@ from agents.schema import Config
 from inference.errors import invalid_request
 from inference.schemas import ChatCompletionIn
 
+MAX_USER_ID_LENGTH = 255  # the width of the user_id columns
+
 
 def resolve_user_id(body: ChatCompletionIn, config: Config) -> str:
-    for candidate in (body.safety_identifier, body.user, config.default_user_id):
+    for field, candidate in (
+        ("safety_identifier", body.safety_identifier),
+        ("user", body.user),
+        ("default_user_id", config.default_user_id),
+    ):
         if candidate is not None and candidate.strip():
+            if len(candidate) > MAX_USER_ID_LENGTH or "\x00" in candidate:
+                raise invalid_request(
+                    f"{field} must be at most {MAX_USER_ID_LENGTH} characters, without NUL",
+                    param=field,
+                    code="invalid_user",
+                )
             return candidate
     raise invalid_request(
         "safety_identifier is required: send a stable id of the end user "

@@ -6,7 +6,7 @@ a wrong type is a 400 naming the field.
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 
 
 class _Lenient(BaseModel):
@@ -58,8 +58,8 @@ class ChatCompletionIn(_Lenient):
     user: str | None = None
     metadata: dict[str, str] | None = None
     response_format: dict[str, Any] | None = None
-    temperature: float | None = None
-    top_p: float | None = None
+    temperature: FiniteFloat | None = None
+    top_p: FiniteFloat | None = None
     max_tokens: int | None = None
     max_completion_tokens: int | None = None
     stop: str | list[str] | None = None

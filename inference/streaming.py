@@ -9,6 +9,7 @@ and what was generated so far is still billed and stored.
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,9 +17,13 @@ from gateway.requestlog import RequestLog
 from inference.errors import ApiError
 from inference.pipeline import Turn, billed_usage, record_turn, usage_body
 from inference.providers.base import ProviderError
-from inference.providers.types import StreamAccumulator, StreamEvent, TextDelta
+from inference.providers.types import StreamAccumulator, StreamEvent, TextDelta, Usage
 
 _DONE = b"data: [DONE]\n\n"
+_INTERNAL_ERROR = ApiError(
+    500, "The gateway failed while streaming the reply", code="internal_error"
+)
+logger = logging.getLogger("gateway.inference")
 
 
 async def open_stream(
@@ -36,6 +41,7 @@ async def _frames(
     turn: Turn, first: StreamEvent | None, events: AsyncIterator[StreamEvent], log: RequestLog
 ) -> AsyncIterator[bytes]:
     accumulator = StreamAccumulator()
+    failed = False
     try:
         yield _frame(_chunk(turn, {"role": "assistant", "content": ""}))
         pending = [first] if first is not None else []
@@ -52,15 +58,32 @@ async def _frames(
             yield _frame({**_envelope(turn), "choices": [], "usage": usage_body(usage)})
         yield _DONE
     except ProviderError as error:
+        failed = True
         log.error = error.code
         yield _frame(ApiError(error.status, error.message, code=error.code).body())
+    except Exception:
+        # Headers are sent: only a final error frame can still tell the client.
+        failed = True
+        log.error = "internal_error"
+        logger.exception("stream %s failed", turn.completion_id)
+        yield _frame(_INTERNAL_ERROR.body())
     finally:
         await events.aclose()  # type: ignore[attr-defined]
         reply = "".join(accumulator.text)
         usage = billed_usage(turn, reply, accumulator.usage)
         log.tokens = usage.total_tokens
-        # Shielded: a client disconnect cancels this generator, but the bill must be written.
-        await asyncio.shield(record_turn(turn, usage, reply))
+        # A reply cut by a failure is billed but not remembered; one cut by the client (a
+        # cancellation, not an Exception) is both (DESIGN 4.2). Shielded: a disconnect
+        # cancels this generator, but the bill must be written.
+        await asyncio.shield(_record_after_stream(turn, usage, None if failed else reply))
+
+
+async def _record_after_stream(turn: Turn, usage: Usage, reply: str | None) -> None:
+    try:
+        await record_turn(turn, usage, reply)
+    except Exception:
+        # The client already has its answer; an error escaping here would leave it hanging.
+        logger.exception("could not record stream %s", turn.completion_id)
 
 
 def _envelope(turn: Turn) -> dict[str, Any]:

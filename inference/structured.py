@@ -1,12 +1,17 @@
 """``response_format``: parsing and checking it up front (DESIGN 4.4)."""
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
+from jsonschema.protocols import Validator
+from referencing import Registry, Resource
+from referencing.exceptions import NoSuchResource, Unresolvable
+from referencing.jsonschema import DRAFT202012
 
-from inference.errors import invalid_request
+from inference.errors import ApiError, invalid_request
 from inference.providers.types import ResponseFormat
 
 
@@ -43,17 +48,56 @@ def parse_response_format(raw: dict[str, Any] | None) -> ResponseFormat | None:
     )
 
 
+def _refuse_retrieval(uri: str) -> Resource:
+    raise NoSuchResource(ref=uri)
+
+
+# The schema comes from the client: following its remote $refs would let any client make
+# the gateway fetch any URL. Only references inside the schema itself resolve.
+_LOCAL_ONLY: Registry = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+
+
+def schema_validator(schema: dict[str, Any]) -> Validator:
+    validator_class = validators.validator_for(schema, default=validators.Draft202012Validator)
+    return validator_class(schema, registry=_LOCAL_ONLY)
+
+
 def _check_schema(schema: dict[str, Any], param: str) -> None:
+    def reject(message: str) -> ApiError:
+        return invalid_request(f"{param} {message}", param=param, code="invalid_json_schema")
+
+    try:
+        json.dumps(schema, allow_nan=False)
+    except ValueError as error:
+        raise reject("must not contain NaN or infinite numbers") from error
     validator = validators.validator_for(schema, default=validators.Draft202012Validator)
     try:
         validator.check_schema(schema)
     except SchemaError as error:
         location = "/".join(str(part) for part in error.path) or "(root)"
-        raise invalid_request(
-            f"{param} is not a valid JSON Schema at {location}: {error.message}",
-            param=param,
-            code="invalid_json_schema",
-        ) from error
+        raise reject(f"is not a valid JSON Schema at {location}: {error.message}") from error
+    root = Resource.from_contents(schema, default_specification=DRAFT202012)
+    resolver = _LOCAL_ONLY.resolver_with_root(root)
+    for reference in _references(schema):
+        try:
+            resolver.lookup(reference)
+        except Unresolvable as error:
+            raise reject(
+                f"has a $ref that does not resolve inside the schema: {reference!r} "
+                "(remote references are not fetched)"
+            ) from error
+
+
+def _references(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "$ref" and isinstance(item, str):
+                yield item
+            else:
+                yield from _references(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _references(item)
 
 
 def structured_output_instruction(response_format: ResponseFormat) -> str:

@@ -217,3 +217,136 @@ def test_large_bodies_are_accepted_and_oversized_ones_are_413(
     too_large = chat(messages=[{"role": "user", "content": "x" * (33 * 1024 * 1024)}])
     error = assert_error(post(gateway, too_large), 413, "invalid_request_error", None)
     assert error["code"] == "request_too_large"
+
+
+def raw_post(gateway: GatewayServer, text: str) -> httpx.Response:
+    return httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        content=text.encode(),
+        headers={"Content-Type": "application/json"},
+        timeout=30,
+    )
+
+
+def test_empty_body_is_400_saying_what_is_expected(gateway: GatewayServer) -> None:
+    error = assert_error(raw_post(gateway, ""), 400, "invalid_request_error", None)
+    assert "JSON object" in error["message"]
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_sampling_numbers_are_400(gateway: GatewayServer, number: str) -> None:
+    body = (
+        '{"model": "openai-agent", "safety_identifier": "u", "temperature": '
+        + number
+        + ', "messages": [{"role": "user", "content": "x"}]}'
+    )
+    assert_error(raw_post(gateway, body), 400, "invalid_request_error", "temperature")
+
+
+def test_non_finite_numbers_in_a_schema_are_400(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream
+) -> None:
+    body = (
+        '{"model": "openai-agent", "safety_identifier": "u", '
+        '"messages": [{"role": "user", "content": "x"}], "response_format": {"type": '
+        '"json_schema", "json_schema": {"name": "n", "schema": {"const": NaN}}}}'
+    )
+    error = assert_error(
+        raw_post(gateway, body), 400, "invalid_request_error", "response_format.json_schema.schema"
+    )
+    assert error["code"] == "invalid_json_schema"
+    assert openai_fake.requests == []
+
+
+@pytest.mark.parametrize(
+    "reference", ["http://127.0.0.1:9/internal-secret", "#/$defs/missing", "other.json"]
+)
+def test_schema_references_must_resolve_inside_the_schema(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream, reference: str
+) -> None:
+    schema = {"type": "object", "properties": {"a": {"$ref": reference}}}
+    response_format = {"type": "json_schema", "json_schema": {"name": "n", "schema": schema}}
+    response = post(gateway, chat(response_format=response_format))
+    error = assert_error(
+        response, 400, "invalid_request_error", "response_format.json_schema.schema"
+    )
+    assert "does not resolve inside the schema" in error["message"]
+    assert openai_fake.requests == []
+
+
+def test_local_schema_references_are_followed(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream
+) -> None:
+    schema = {
+        "$defs": {"count": {"type": "integer"}},
+        "type": "object",
+        "properties": {"n": {"$ref": "#/$defs/count"}},
+        "required": ["n"],
+    }
+    openai_fake.script(Reply.of_text('{"n": "three"}'), Reply.of_text('{"n": 3}'))
+    response_format = {"type": "json_schema", "json_schema": {"name": "n", "schema": schema}}
+    response = post(gateway, chat(response_format=response_format))
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == '{"n": 3}'
+    assert len(openai_fake.requests) == 2
+
+
+def test_user_ids_longer_than_storage_allows_are_400(gateway: GatewayServer) -> None:
+    error = assert_error(
+        post(gateway, chat(user_id="u" * 256)), 400, "invalid_request_error", "safety_identifier"
+    )
+    assert error["code"] == "invalid_user"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"choices": [{"message": None}]},
+        {"choices": [{"message": {"content": "x", "tool_calls": [{"function": {}}]}}]},
+        {"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": "abc"}},
+    ],
+    ids=["null-message", "tool-call-without-id", "usage-not-a-number"],
+)
+def test_unreadable_upstream_reply_is_502(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream, body: dict
+) -> None:
+    openai_fake.script(Reply(raw_body=body))
+    error = assert_error(post(gateway, chat()), 502, "upstream_error", None)
+    assert "cannot read" in error["message"]
+
+
+def test_unreadable_stream_frame_ends_the_stream_with_an_error_frame(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream
+) -> None:
+    frames = (
+        b'data: {"choices": [{"index": 0, "delta": {"content": "one "}}]}\n\n',
+        b"data: [1]\n\n",
+    )
+    openai_fake.script(Reply(raw_frames=frames))
+    with httpx.stream(
+        "POST", f"{gateway.url}/v1/chat/completions", json=chat(stream=True), timeout=10
+    ) as response:
+        lines = [line for line in response.iter_lines() if line.startswith("data: ")]
+    assert '"content":"one "' in lines[1]
+    assert lines[-1].startswith('data: {"error":') and "cannot read" in lines[-1]
+
+
+def test_a_reply_cut_by_the_provider_is_not_remembered(
+    client: openai.OpenAI, openai_fake: OpenAIUpstream, user_id: str
+) -> None:
+    openai_fake.script(Reply.of_chunks("half ", "a ", "reply", drop_after_chunks=2))
+    with pytest.raises(openai.APIError):
+        list(
+            client.chat.completions.create(
+                model="openai-agent",
+                messages=[{"role": "user", "content": "first"}],
+                safety_identifier=user_id,
+                stream=True,
+            )
+        )
+    client.chat.completions.create(
+        model="openai-agent",
+        messages=[{"role": "user", "content": "second"}],
+        safety_identifier=user_id,
+    )
+    assert openai_fake.last.body["messages"][1:] == [{"role": "user", "content": "second"}]

@@ -1,6 +1,7 @@
 """Whole journeys that need their own gateway processes: hand edits of the config,
 client disconnects, two processes sharing one database, and PostgreSQL."""
 
+import base64
 import sqlite3
 import time
 import uuid
@@ -11,6 +12,7 @@ import httpx
 import openai
 import psycopg
 import pytest
+from django.contrib.auth.hashers import make_password
 
 from tests.fakes.base import Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
@@ -76,6 +78,12 @@ def test_hand_edits_reload_live_and_broken_edits_are_logged_and_ignored(
 
     own_gateway.config_path.write_text(config_text(openai_fake, "first", "third"))
     wait_for(lambda: model_ids(own_gateway) == ["first", "third"], "the fixed config")
+
+    # Bytes that are not UTF-8 are one more invalid edit: the watcher keeps going.
+    own_gateway.config_path.write_bytes(config_text(openai_fake, "first").encode() + b"\xff\xfe")
+    wait_for(lambda: "not UTF-8 text" in own_gateway.log(), "the rejection of the bytes")
+    own_gateway.config_path.write_text(config_text(openai_fake, "fourth"))
+    wait_for(lambda: model_ids(own_gateway) == ["fourth"], "the edit after the bad bytes")
 
 
 def test_each_request_writes_one_structured_log_line(own_gateway: GatewayServer) -> None:
@@ -156,14 +164,21 @@ def shared_database_journey(
         messages=[{"role": "user", "content": "Favourite colour?"}],
         safety_identifier="shared",
     )
+    # A NUL character is legal in JSON but not in PostgreSQL text: stored as U+FFFD.
     two.chat.completions.create(
-        model="first", messages=[{"role": "user", "content": "Why?"}], safety_identifier="shared"
+        model="first",
+        messages=[{"role": "user", "content": "Why\x00?"}],
+        safety_identifier="shared",
     )
     assert fake.last.body["messages"] == [
         {"role": "user", "content": "Favourite colour?"},
         {"role": "assistant", "content": "Blue."},
-        {"role": "user", "content": "Why?"},
+        {"role": "user", "content": "Why\x00?"},
     ]
+    one.chat.completions.create(
+        model="first", messages=[{"role": "user", "content": "Sure?"}], safety_identifier="shared"
+    )
+    assert fake.last.body["messages"][2] == {"role": "user", "content": "Why\ufffd?"}
     with pytest.raises(openai.RateLimitError):
         one.chat.completions.create(
             model="first",
@@ -196,3 +211,52 @@ def test_two_processes_on_postgresql(
     finally:
         first.stop()
         second.stop()
+
+
+def basic(username: str, password: str) -> dict[str, str]:
+    token = base64.b64encode(f"{username}:{password}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
+@pytest.mark.parametrize(
+    "stored", ["plain-secret", make_password("plain-secret")], ids=["plain", "hash"]
+)
+def test_proxy_basic_auth_guards_v1(
+    tmp_path: Path, openai_fake: OpenAIUpstream, stored: str
+) -> None:
+    auth = f"auth:\n  proxy:\n    basic: {{username: team, password: '{stored}'}}\n"
+    server = GatewayServer(tmp_path, config_text(openai_fake, "first", extra=auth)).start()
+    try:
+        refused = httpx.get(f"{server.url}/v1/models")
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"].startswith("Basic")
+        assert refused.json()["error"]["type"] == "authentication_error"
+        wrong = httpx.get(f"{server.url}/v1/models", headers=basic("team", "nope"))
+        assert wrong.status_code == 401
+        client = openai.OpenAI(
+            base_url=f"{server.url}/v1",
+            api_key="unused",
+            default_headers=basic("team", "plain-secret"),
+            max_retries=0,
+        )
+        reply = client.chat.completions.create(
+            model="first", messages=[{"role": "user", "content": "hi"}]
+        )
+        assert reply.choices[0].message.content == "You said: hi"
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0).models.list()
+    finally:
+        server.stop()
+
+
+def test_proxy_oidc_refuses_requests_until_tokens_can_be_verified(
+    tmp_path: Path, openai_fake: OpenAIUpstream
+) -> None:
+    auth = "auth:\n  proxy:\n    oidc: {issuer_url: 'https://idp.example/', client_id: gw}\n"
+    server = GatewayServer(tmp_path, config_text(openai_fake, "first", extra=auth)).start()
+    try:
+        response = httpx.get(f"{server.url}/v1/models", headers={"Authorization": "Bearer x.y.z"})
+        assert response.status_code == 401
+        assert response.json()["error"]["code"] == "auth_unavailable"
+    finally:
+        server.stop()

@@ -53,7 +53,7 @@ class AnthropicProvider(Provider):
     def headers(self) -> dict[str, str]:
         return {"x-api-key": self.settings.api_key, "anthropic-version": API_VERSION}
 
-    async def complete(self, request: ChatRequest) -> ChatResponse:
+    async def complete_once(self, request: ChatRequest) -> ChatResponse:
         body = await self.post_json(self.url, encode_request(request, stream=False))
         if not isinstance(body.get("content"), list):
             raise ProviderError(502, f"{self.kind} returned a reply without content")

@@ -37,8 +37,12 @@ class ProviderError(Exception):
         self.usage = usage or Usage()
 
 
+# What decoding a provider's JSON raises when a field is missing or has the wrong type.
+_UNREADABLE = (KeyError, IndexError, TypeError, ValueError, AttributeError)
+
+
 class Provider:
-    """One wire format. Subclasses implement ``complete`` and ``stream_events``."""
+    """One wire format. Subclasses implement ``complete_once`` and ``stream_events``."""
 
     default_base_urls: dict[str, str] = {}
 
@@ -49,20 +53,35 @@ class Provider:
         self.base_url = (settings.base_url or self.default_base_urls[kind]).rstrip("/")
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        raise NotImplementedError
+        """The whole reply; one the module cannot read is a 502, not a crash."""
+        try:
+            return await self.complete_once(request)
+        except _UNREADABLE as error:
+            raise self._unreadable(error) from error
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """The reply as stream events; a stream cut before the reply finished is a 502."""
         finished = False
-        async with aclosing(self.stream_events(request)) as events:
-            async for event in events:
-                finished = finished or isinstance(event, Finish)
-                yield event
+        try:
+            async with aclosing(self.stream_events(request)) as events:
+                async for event in events:
+                    finished = finished or isinstance(event, Finish)
+                    yield event
+        except _UNREADABLE as error:
+            raise self._unreadable(error) from error
         if not finished:
             raise ProviderError(502, f"{self.kind} ended the stream before the reply was complete")
 
+    async def complete_once(self, request: ChatRequest) -> ChatResponse:
+        raise NotImplementedError
+
     def stream_events(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         raise NotImplementedError
+
+    def _unreadable(self, error: Exception) -> ProviderError:
+        return ProviderError(
+            502, f"{self.kind} sent a reply the gateway cannot read ({type(error).__name__})"
+        )
 
     def headers(self) -> dict[str, str]:
         raise NotImplementedError

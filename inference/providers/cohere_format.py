@@ -45,7 +45,7 @@ class CohereProvider(Provider):
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.settings.api_key}"}
 
-    async def complete(self, request: ChatRequest) -> ChatResponse:
+    async def complete_once(self, request: ChatRequest) -> ChatResponse:
         body = await self.post_json(self.url, encode_request(request, stream=False))
         message = body.get("message")
         if not isinstance(message, dict):

@@ -56,7 +56,7 @@ class GeminiProvider(Provider):
     def headers(self) -> dict[str, str]:
         return {"x-goog-api-key": self.settings.api_key}
 
-    async def complete(self, request: ChatRequest) -> ChatResponse:
+    async def complete_once(self, request: ChatRequest) -> ChatResponse:
         url = self.model_url(request.model, "generateContent")
         body = await self.post_json(url, encode_request(request))
         reply = _Reply()

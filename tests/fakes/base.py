@@ -35,6 +35,8 @@ class Reply:
     chunk_delay: float = 0.0  # seconds between stream chunks
     drop: bool = False  # close the connection without answering
     drop_after_chunks: int | None = None  # close a stream after this many chunks
+    raw_body: Any = None  # sent as the JSON body instead of a rendered reply
+    raw_frames: tuple[bytes, ...] = ()  # sent as the stream instead of rendered frames
 
     @classmethod
     def of_text(cls, text: str, **options: Any) -> "Reply":
@@ -170,6 +172,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(reply.status, self.fake.render_error(reply), reply.headers)
             return
         streaming = reply.stream if reply.stream is not None else self.fake.is_stream(recorded)
+        if reply.raw_body is not None:
+            self._send_json(200, reply.raw_body, reply.headers)
+            return
         if not streaming:
             self._send_json(200, self.fake.render_json(reply, recorded), reply.headers)
             return
@@ -196,7 +201,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
-        for count, frame in enumerate(self.fake.render_stream(reply, recorded)):
+        frames = reply.raw_frames or self.fake.render_stream(reply, recorded)
+        for count, frame in enumerate(frames):
             if reply.drop_after_chunks is not None and count >= reply.drop_after_chunks:
                 self._drop()
                 return
