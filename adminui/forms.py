@@ -132,7 +132,7 @@ class ResourceForm(forms.Form):
                 continue
             if value is None or value == "" or value == [] or value == {}:
                 continue
-            data[name] = value.replace("\r\n", "\n") if isinstance(value, str) else value
+            data[name] = value
         return data
 
     def add_problems(self, problems: list[str], prefix: str) -> None:
@@ -245,7 +245,7 @@ class ConfigForm(forms.Form):
     )
 
     def body(self) -> dict[str, Any]:
-        return {"text": self.cleaned_data["text"].replace("\r\n", "\n")}
+        return {"text": self.cleaned_data["text"]}
 
 
 FORMS: dict[str, type[ResourceForm]] = {

@@ -4,6 +4,12 @@ Without ``auth.admin`` only clients on this machine may use the admin, and a req
 carries ``Forwarded`` or ``X-Forwarded-For`` came through a proxy: it does not count as
 loopback. Authentication itself is not part of this module.
 
+DNS rebinding: a page from another site whose name the attacker then points at 127.0.0.1
+runs in a browser on this machine and counts as same-origin, so its requests come from
+loopback and skip CORS preflights. Its ``Host`` header still carries the attacker's name,
+so while the admin checks no credentials the host must also be ``localhost``,
+``127.0.0.1`` or ``[::1]``.
+
 CSRF: a browser on another site can send, without asking the server first, a POST with a
 form or text body (or none). Those requests need Django's CSRF token; JSON and YAML bodies
 cannot be sent cross-site without a preflight, so scripts send them without one.
@@ -14,14 +20,16 @@ from collections.abc import Awaitable, Callable
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
+from django.http.request import split_domain_port
 from django.middleware.csrf import CsrfViewMiddleware
 
-from adminui.errors import error_response
+from adminui.errors import error_response, is_admin_path
 from gateway import runtime
 
 _SIMPLE_TYPES = frozenset(
     {"application/x-www-form-urlencoded", "multipart/form-data", "text/plain"}
 )
+_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
 
 
 class AdminGuardMiddleware:
@@ -34,7 +42,7 @@ class AdminGuardMiddleware:
             markcoroutinefunction(self)
 
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        if request.path == "/admin" or request.path.startswith("/admin/"):
+        if is_admin_path(request.path):
             refusal = refusal_of(request)
             if refusal is not None:
                 return refusal
@@ -44,6 +52,8 @@ class AdminGuardMiddleware:
 def refusal_of(request: HttpRequest) -> HttpResponseBase | None:
     if not is_loopback(request):
         return error_response(request, 403, _remote_message(), "admin_loopback_only")
+    if not is_loopback_host(request):
+        return error_response(request, 403, _host_message(request), "admin_loopback_host_only")
     if needs_csrf(request) and _csrf_rejected(request):
         return error_response(
             request,
@@ -66,6 +76,11 @@ def is_loopback(request: HttpRequest) -> bool:
     return (mapped or address).is_loopback
 
 
+def is_loopback_host(request: HttpRequest) -> bool:
+    """Whether the ``Host`` header names this machine by a name no one else can point here."""
+    return split_domain_port(request.META.get("HTTP_HOST", ""))[0] in _LOOPBACK_HOSTS
+
+
 def needs_csrf(request: HttpRequest) -> bool:
     if request.method in ("GET", "HEAD", "OPTIONS", "TRACE"):
         return False
@@ -82,10 +97,32 @@ def _csrf_rejected(request: HttpRequest) -> bool:
     return check.process_view(request, protected_view, (), {}) is not None
 
 
-def _remote_message() -> str:
+def _admin_auth_configured() -> bool:
     config = runtime.current().holder.config
+    return config is not None and config.auth is not None and config.auth.admin is not None
+
+
+def _host_message(request: HttpRequest) -> str:
+    host = request.META.get("HTTP_HOST", "")
+    if _admin_auth_configured():
+        reason = "auth.admin is configured, but this version of the gateway does not check it yet"
+        remedy = "Open the admin as http://localhost:<port>/admin."
+    else:
+        reason = "auth.admin is not configured"
+        remedy = (
+            "Open the admin as http://localhost:<port>/admin, or configure auth.admin in "
+            f"{runtime.current().holder.path} to use another host name."
+        )
+    return (
+        f"The admin refuses the host name {host!r}: {reason}, so it answers only requests "
+        "addressed to localhost, 127.0.0.1 or [::1] (DNS-rebinding protection: a web page "
+        f"whose name was pointed at this machine must not reach the admin). {remedy}"
+    )
+
+
+def _remote_message() -> str:
     path = runtime.current().holder.path
-    if config is not None and config.auth is not None and config.auth.admin is not None:
+    if _admin_auth_configured():
         return (
             "The admin answers only clients on this machine: auth.admin is configured, but "
             "this version of the gateway does not check it yet. Use the admin from the "

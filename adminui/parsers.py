@@ -1,4 +1,8 @@
-"""Request bodies as JSON, YAML or an HTML form, all parsed into one mapping for one schema."""
+"""Request bodies as JSON, YAML or an HTML form, all parsed into one mapping for one schema.
+
+Line breaks in strings are normalised to ``\\n`` (browsers send ``\\r\\n`` from text areas,
+and a ``\\r`` cannot be written to a YAML block scalar and read back).
+"""
 
 from typing import Any
 
@@ -27,12 +31,23 @@ class AdminParser(Parser):
             data = _json(request, super())
         if not isinstance(data, dict):
             raise BodyError("the body must be an object (a mapping of fields)")
-        return data
+        return _normalised(data)
 
 
 def form_data(request: HttpRequest) -> QueryDict:
     """The submitted fields, for POST and for htmx's PUT alike."""
     return request.POST if request.method == "POST" else QueryDict(request.body)
+
+
+def _normalised(value: Any) -> Any:
+    """``value`` with every ``\\r\\n`` and lone ``\\r`` in its strings (keys too) made ``\\n``."""
+    if isinstance(value, dict):
+        return {_normalised(key): _normalised(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_normalised(item) for item in value]
+    if isinstance(value, str):
+        return value.replace("\r\n", "\n").replace("\r", "\n")
+    return value
 
 
 def _yaml(body: bytes) -> Any:

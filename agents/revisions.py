@@ -77,8 +77,8 @@ def record_file_edit(holder: ConfigHolder) -> None:
         snapshot = holder.snapshot
         try:
             text = holder.path.read_text(encoding="utf-8")
-        except OSError:
-            return
+        except (OSError, UnicodeDecodeError):
+            return  # not what was applied: the reload reports it
         if snapshot is None or snapshot.text != text:
             return  # not applied (invalid), or a newer change is about to be reloaded
         latest = ConfigRevision.objects.order_by("-id").only("text").first()

@@ -224,7 +224,10 @@ def replace_config(
 
     _check_storable(data)
 
-    def replacement(original: str) -> str:
+    def replacement(raw: bytes) -> str:
+        # The file as GET /admin/config shows it, even when it is not UTF-8 text: the
+        # secrets it masked can be restored, and the file replaced.
+        original = raw.decode("utf-8", errors="replace")
         stored = _parse_or_empty(original)
         if text is not None:
             return _with_stored_secrets(text, stored)
@@ -249,8 +252,11 @@ def restore_revision(holder: ConfigHolder, revision_id: int, author: str) -> str
     )
 
 
-# A YAML file can hold only these characters (YAML 1.2, "printable").
-_UNSTORABLE = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# A YAML file can hold only these characters (YAML 1.2, "printable"), less NEL, LS and PS
+# (U+0085, U+2028, U+2029): ruamel.yaml reads them as line breaks, so they do not read back.
+_UNSTORABLE = re.compile(
+    "[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
 
 
 def _check_storable(value: Any, path: str = "") -> None:
@@ -272,8 +278,8 @@ def _check_storable(value: Any, path: str = "") -> None:
 
 
 def _write(holder: ConfigHolder, author: str, edit: Callable[[Document], None]) -> str:
-    def apply(original: str) -> str:
-        document = _document(original)
+    def apply(raw: bytes) -> str:
+        document = _document(_file_text(raw))
         edit(document)
         return document.text()
 
@@ -281,8 +287,9 @@ def _write(holder: ConfigHolder, author: str, edit: Callable[[Document], None]) 
 
 
 def _write_text(
-    holder: ConfigHolder, author: str, change: Callable[[str], str], if_match: str | None
+    holder: ConfigHolder, author: str, change: Callable[[bytes], str], if_match: str | None
 ) -> str:
+    """Write what ``change`` makes of the bytes on disk, through the whole pipeline."""
     path = holder.path
     with revisions.file_lock(path):
         raw = _read_bytes(path)
@@ -291,9 +298,8 @@ def _write_text(
                 "the config file changed since you read it (If-Match does not match its ETag); "
                 "read it again and re-apply your change"
             )
-        original = raw.decode("utf-8")
         try:
-            text = change(original)
+            text = change(raw)
         except NotRepresentable as error:
             raise BadRequest(str(error)) from error
         try:
@@ -340,6 +346,18 @@ def _document(text: str) -> Document:
         raise ConfigError([f"(file): {error}"]) from error
     except Exception as error:
         raise ConfigError([f"(file): not valid YAML: {error}"]) from error
+
+
+def _file_text(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            [
+                f"(file): the config file on disk is not UTF-8 text (at byte {error.start}): "
+                "fix or replace it with PUT /admin/config"
+            ]
+        ) from error
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -40,7 +40,8 @@ def parse(text: str) -> Any:
 
 
 class NotRepresentable(ValueError):
-    """ruamel wrote text it cannot read back (some control characters, for one)."""
+    """ruamel wrote text it cannot read back, or that reads back as something else
+    (some control characters, for one)."""
 
 
 class Document:
@@ -64,7 +65,10 @@ class Document:
         except YAMLError as error:
             raise NotRepresentable(f"the change cannot be written as YAML: {error}") from error
         if not _same(reread, plain(self.root)):
-            raise RuntimeError("the edited YAML would not read back as the edited document")
+            raise NotRepresentable(
+                "the change cannot be written as YAML: it would not read back as sent "
+                "(a string holds characters YAML changes when it reads them)"
+            )
         if not self.original.strip():
             return edited
         return keep_layout(self.original, self._baseline, edited)

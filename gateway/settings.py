@@ -41,6 +41,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
+    "adminui.errors.AdminErrorMiddleware",
     "adminui.guard.AdminGuardMiddleware",
 ]
 

@@ -5,6 +5,7 @@ share that state start no server of their own here (see test_admin_concurrency).
 """
 
 import html
+import json
 import re
 import sqlite3
 import time
@@ -14,9 +15,12 @@ from typing import Any
 
 import httpx
 import pytest
+from asgiref.sync import async_to_sync
+from django.http import HttpRequest, HttpResponseBase, HttpResponseServerError
 from django.test import RequestFactory
 
-from adminui.guard import is_loopback
+from adminui.errors import AdminErrorMiddleware
+from adminui.guard import is_loopback, is_loopback_host
 from agents.loader import ConfigError, load_config_data
 from agents.snapshot import file_etag
 from agents.yamldoc import parse
@@ -271,6 +275,40 @@ def test_malformed_yaml_body_is_400(admin: httpx.Client) -> None:
 
     assert response.status_code == 400
     assert response.json()["error"]["message"].startswith("the body is not valid YAML")
+
+
+def test_carriage_returns_in_json_and_yaml_bodies_are_stored_as_line_feeds(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    body = {"name": "crlf", "provider": "openai", "model": "m", "preamble": "one\r\ntwo\rthree"}
+    created = admin.post("/agents", json=body)
+    updated = admin.put(
+        "/agents/crlf",
+        content='provider: openai\nmodel: m\npreamble: "four\\r\\nfive"\n',
+        headers=YAML_BODY,
+    )
+
+    assert created.status_code == 201, created.text
+    assert created.json()["preamble"] == "one\ntwo\nthree"
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["preamble"] == "four\nfive"
+    assert b"\r" not in server.config_path.read_bytes()
+
+
+@pytest.mark.parametrize("character", ["\x85", "\u2028", "\u2029"])
+def test_line_separators_yaml_cannot_read_back_are_400_naming_the_field(
+    admin: httpx.Client, server: GatewayServer, character: str
+) -> None:
+    before = server.config_path.read_bytes()
+    body = {"name": "sep", "provider": "openai", "model": "m", "preamble": f"a\nb{character}c"}
+
+    response = admin.post("/agents", json=body)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == (
+        f"preamble: U+{ord(character):04X} cannot be stored in a YAML file"
+    )
+    assert server.config_path.read_bytes() == before
 
 
 def csrf_token(client: httpx.Client, path: str) -> str:
@@ -585,6 +623,77 @@ def test_non_loopback_address_is_not_loopback() -> None:
     assert not is_loopback(factory.get("/admin/", REMOTE_ADDR="10.1.2.3"))
 
 
+def test_other_host_name_is_403_against_dns_rebinding(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    body = {"name": "rebound", "provider": "openai", "model": "m"}
+
+    created = admin.post("/agents", json=body, headers={"Host": "attacker.example"})
+    page = admin.get("/agents", headers={"Host": "attacker.example:80", "Accept": "text/html"})
+
+    assert created.status_code == 403
+    message = created.json()["error"]["message"]
+    assert "DNS-rebinding" in message and "configure auth.admin" in message
+    assert "rebound" not in server.config_path.read_text()
+    assert page.status_code == 403 and page.headers["Content-Type"].startswith("text/html")
+    assert "DNS-rebinding" in html.unescape(page.text)
+    for host in ("localhost", f"localhost:{server.port}", "[::1]:8421", "127.0.0.1"):
+        assert admin.get("/agents", headers={"Host": host}).status_code == 200, host
+    v1 = httpx.get(f"{server.url}/v1/models", headers={"Host": "attacker.example"})
+    assert v1.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        ("localhost", True),
+        ("LOCALHOST:8421", True),
+        ("127.0.0.1:8421", True),
+        ("[::1]:8421", True),
+        ("localhost.attacker.example", False),
+        ("127.0.0.1.nip.io", False),
+        ("[::2]", False),
+        ("", False),
+    ],
+)
+def test_only_loopback_host_names_count_as_loopback_hosts(host: str, allowed: bool) -> None:
+    request = RequestFactory().get("/admin/", HTTP_HOST=host, REMOTE_ADDR="127.0.0.1")
+
+    assert is_loopback_host(request) is allowed
+
+
+# ---- errors outside the routes ----------------------------------------------------------
+
+
+def test_unknown_admin_route_is_404_in_the_negotiated_format(admin: httpx.Client) -> None:
+    as_json = admin.get("/nothing")
+    as_page = admin.get("/nothing", headers={"Accept": "text/html"})
+
+    assert as_json.status_code == 404
+    assert as_json.json()["error"]["message"] == "nothing at /admin/nothing"
+    assert as_page.status_code == 404 and as_page.headers["Content-Type"].startswith("text/html")
+    assert 'class="banner error"' in as_page.text and "/admin/config" in as_page.text
+
+
+def test_method_not_allowed_on_an_admin_route_is_405_json(admin: httpx.Client) -> None:
+    response = admin.patch("/agents/x")
+
+    assert response.status_code == 405
+    assert response.json()["error"]["code"] == "method_not_allowed"
+    assert "PUT" in response.headers["Allow"]
+
+
+def test_django_server_error_on_admin_is_rendered_as_an_error_object() -> None:
+    async def crashed(request: HttpRequest) -> HttpResponseBase:
+        return HttpResponseServerError("<h1>Server Error (500)</h1>")
+
+    request = RequestFactory().get("/admin/agents", HTTP_ACCEPT="application/json")
+    response = async_to_sync(AdminErrorMiddleware(crashed))(request)
+
+    assert response.status_code == 500
+    assert json.loads(response.content)["error"]["code"] == "internal"
+
+
 # ---- recorded data ---------------------------------------------------------------------
 
 
@@ -633,5 +742,31 @@ def test_usage_of_a_user_in_each_window(admin: httpx.Client, recorded_rows: str)
     assert admin.get("/usage").status_code == 400
 
 
-def test_bad_cursor_is_400(admin: httpx.Client) -> None:
-    assert admin.get("/revisions", params={"cursor": "abc"}).status_code == 400
+@pytest.mark.parametrize("cursor", ["abc", "\u00b2", "\u0663", "9" * 5000, str(2**63), "0"])
+def test_bad_cursor_is_400(admin: httpx.Client, cursor: str) -> None:
+    for path in ("/revisions", "/conversations?user=a"):
+        response = admin.get(path, params={"cursor": cursor})
+
+        assert response.status_code == 400, (path, response.text)
+        assert response.json()["error"]["message"].startswith("cursor:")
+
+
+# ---- a config file that is not UTF-8 -----------------------------------------------------
+
+
+def test_write_to_a_file_that_is_not_utf8_is_422_until_put_config_replaces_it(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    broken = ORIGINAL.encode() + b"# caf\xe9 (Latin-1)\n"
+    server.config_path.write_bytes(broken)
+    body = {"name": "after-latin1", "provider": "openai", "model": "m"}
+
+    created = admin.post("/agents", json=body)
+
+    assert created.status_code == 422
+    assert "the config file on disk is not UTF-8 text" in created.json()["error"]["message"]
+    assert "PUT /admin/config" in created.json()["error"]["message"]
+    assert server.config_path.read_bytes() == broken
+    replaced = admin.put("/config", content=ORIGINAL, headers=YAML_BODY)
+    assert replaced.status_code == 204, replaced.text
+    assert server.config_path.read_text() == ORIGINAL

@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 
 from agents import masking
-from agents.yamldoc import Document, append_entry, keep_layout, merge, parse, remove_entry
+from agents.yamldoc import (
+    Document,
+    NotRepresentable,
+    append_entry,
+    keep_layout,
+    merge,
+    parse,
+    remove_entry,
+    to_node,
+)
 
 COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat"
 EXAMPLE = COMPAT / "coulisse.example.v010.yaml"
@@ -154,6 +163,14 @@ def test_keep_layout_falls_back_when_the_patch_would_change_the_meaning() -> Non
     baseline = "a: 1\nb: 2\nc: 3\n"  # not line for line: the original cannot be patched
 
     assert keep_layout(original, baseline, "a: 1\nb: 5\n") == "a: 1\nb: 5\n"
+
+
+def test_edit_that_would_not_read_back_is_not_representable() -> None:
+    document = Document(EXAMPLE.read_text())
+    document.root["agents"][0]["preamble"] = to_node("one\r\ntwo")
+
+    with pytest.raises(NotRepresentable, match="would not read back"):
+        document.text()
 
 
 def test_mask_shows_prefix_and_suffix_and_keeps_env_references() -> None:
