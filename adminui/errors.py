@@ -1,8 +1,7 @@
 """Failures of admin requests, in the representation the request asked for."""
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -14,6 +13,7 @@ from django.http import (
 
 from adminui.formpages import rejected_form
 from adminui.negotiation import is_html, json_response, render
+from gateway.asyncmiddleware import AsyncMiddleware
 
 _TYPES = {
     400: "invalid_request_error",
@@ -62,17 +62,9 @@ def error_response(
     return json_response(body, status=status)
 
 
-class AdminErrorMiddleware:
+class AdminErrorMiddleware(AsyncMiddleware):
     """Re-renders Django's own 404, 405 and 500 responses on ``/admin`` like every other
     admin error (a JSON error object, or the admin's error page)."""
-
-    async_capable = True
-    sync_capable = False
-
-    def __init__(self, get_response: Callable[[HttpRequest], Awaitable[HttpResponseBase]]) -> None:
-        self.get_response = get_response
-        if iscoroutinefunction(get_response):
-            markcoroutinefunction(self)
 
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = await self.get_response(request)

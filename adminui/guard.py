@@ -16,15 +16,14 @@ cannot be sent cross-site without a preflight, so scripts send them without one.
 """
 
 import ipaddress
-from collections.abc import Awaitable, Callable
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 from django.http.request import split_domain_port
 from django.middleware.csrf import CsrfViewMiddleware
 
 from adminui.errors import error_response, is_admin_path
 from gateway import runtime
+from gateway.asyncmiddleware import AsyncMiddleware
 
 _SIMPLE_TYPES = frozenset(
     {"application/x-www-form-urlencoded", "multipart/form-data", "text/plain"}
@@ -32,15 +31,7 @@ _SIMPLE_TYPES = frozenset(
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
 
 
-class AdminGuardMiddleware:
-    async_capable = True
-    sync_capable = False
-
-    def __init__(self, get_response: Callable[[HttpRequest], Awaitable[HttpResponseBase]]) -> None:
-        self.get_response = get_response
-        if iscoroutinefunction(get_response):
-            markcoroutinefunction(self)
-
+class AdminGuardMiddleware(AsyncMiddleware):
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if is_admin_path(request.path):
             refusal = refusal_of(request)

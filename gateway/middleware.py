@@ -2,23 +2,15 @@
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 
+from gateway.asyncmiddleware import AsyncMiddleware
 from gateway.requestlog import RequestLog
 
 
-class RequestLogMiddleware:
-    async_capable = True
-    sync_capable = False
-
-    def __init__(self, get_response: Callable[[HttpRequest], Awaitable[HttpResponseBase]]) -> None:
-        self.get_response = get_response
-        if iscoroutinefunction(get_response):
-            markcoroutinefunction(self)
-
+class RequestLogMiddleware(AsyncMiddleware):
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
         started = time.perf_counter()
         request_id = request.headers.get("X-Request-ID") or uuid.uuid4().hex

@@ -1,10 +1,8 @@
 """Keep every ``/v1`` failure in the OpenAI error shape, whatever part of Django produced it."""
 
-from collections.abc import Awaitable, Callable
-
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 
+from gateway.asyncmiddleware import AsyncMiddleware
 from inference.errors import ApiError
 
 _MESSAGES = {
@@ -15,16 +13,8 @@ _MESSAGES = {
 _CODES = {404: "unknown_route", 405: "method_not_allowed", 500: "internal_error"}
 
 
-class OpenAIErrorMiddleware:
+class OpenAIErrorMiddleware(AsyncMiddleware):
     """Turns Django's HTML or plain-text error responses on ``/v1`` into error objects."""
-
-    async_capable = True
-    sync_capable = False
-
-    def __init__(self, get_response: Callable[[HttpRequest], Awaitable[HttpResponseBase]]) -> None:
-        self.get_response = get_response
-        if iscoroutinefunction(get_response):
-            markcoroutinefunction(self)
 
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = await self.get_response(request)
