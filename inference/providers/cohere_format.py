@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 
 from inference.providers.base import Provider, ProviderError, upstream_message
-from inference.providers.openai_format import encode_tools
+from inference.providers.openai_format import encode_tool_calls, encode_tools
 from inference.providers.types import (
     ChatRequest,
     ChatResponse,
@@ -136,14 +136,7 @@ def _encode_message(message: Message) -> dict[str, Any]:
         return {"role": message.role, "content": message.content}
     encoded: dict[str, Any] = {
         "role": "assistant",
-        "tool_calls": [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            }
-            for call in message.tool_calls
-        ],
+        "tool_calls": encode_tool_calls(message.tool_calls),
     }
     if message.content:
         encoded["content"] = message.content

@@ -119,6 +119,18 @@ def encode_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
     ]
 
 
+def encode_tool_calls(calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
+    """An assistant turn's tool calls in the OpenAI shape, which Cohere v2 shares."""
+    return [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments},
+        }
+        for call in calls
+    ]
+
+
 def encode_response_format(response_format: ResponseFormat) -> dict[str, Any] | None:
     """JSON mode, or the schema when it has the object root the API requires."""
     if response_format.kind == "json_object":
@@ -142,14 +154,7 @@ def _encode_message(message: Message) -> dict[str, Any]:
     encoded: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
         encoded["content"] = message.content or None
-        encoded["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            }
-            for call in message.tool_calls
-        ]
+        encoded["tool_calls"] = encode_tool_calls(message.tool_calls)
     return encoded
 
 

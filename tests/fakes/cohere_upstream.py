@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tests.fakes.base import FakeUpstream, Recorded, Reply, sse
+from tests.fakes.openai_upstream import tool_calls_json
 
 _FINISH_REASONS = {"stop": "COMPLETE", "tool_calls": "TOOL_CALL", "length": "MAX_TOKENS"}
 TOOL_PLAN = "I will call the tools."
@@ -29,14 +30,7 @@ class CohereUpstream(FakeUpstream):
             message["content"] = [{"type": "text", "text": reply.text}]
         if reply.tool_calls:
             message["tool_plan"] = TOOL_PLAN
-            message["tool_calls"] = [
-                {
-                    "id": f"call_{index}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(arguments)},
-                }
-                for index, (name, arguments) in enumerate(reply.tool_calls)
-            ]
+            message["tool_calls"] = tool_calls_json(reply)
         return {
             "id": "fake-chat",
             "finish_reason": _FINISH_REASONS.get(reply.finish_reason, reply.finish_reason),

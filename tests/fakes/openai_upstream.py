@@ -30,14 +30,7 @@ class OpenAIUpstream(FakeUpstream):
     def render_json(self, reply: Reply, recorded: Recorded) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
         if reply.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": f"call_{index}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(arguments)},
-                }
-                for index, (name, arguments) in enumerate(reply.tool_calls)
-            ]
+            message["tool_calls"] = tool_calls_json(reply)
         return {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
@@ -94,6 +87,18 @@ class OpenAIUpstream(FakeUpstream):
 
     def _model(self, recorded: Recorded) -> str:
         return str(recorded.body.get("model", "")) if isinstance(recorded.body, dict) else ""
+
+
+def tool_calls_json(reply: Reply) -> list[dict[str, Any]]:
+    """The reply's tool calls in the OpenAI shape, which Cohere v2 shares."""
+    return [
+        {
+            "id": f"call_{index}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        for index, (name, arguments) in enumerate(reply.tool_calls)
+    ]
 
 
 def _usage(reply: Reply) -> dict[str, int]:
