@@ -9,8 +9,8 @@ import json
 import openai
 import pytest
 
-from tests.conftest import FAKE_CLASSES, api_key_of, received
 from tests.fakes.base import FakeUpstream, Reply
+from tests.upstreams import FAKE_CLASSES, api_key_of, received
 
 KINDS = list(FAKE_CLASSES)
 

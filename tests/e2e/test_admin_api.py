@@ -10,7 +10,6 @@ import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,12 +23,10 @@ from adminui.guard import is_loopback, is_loopback_host
 from agents.loader import ConfigError, load_config_data
 from agents.snapshot import file_etag
 from agents.yamldoc import parse
+from tests.configs import ORIGINAL_EXAMPLE
 from tests.server import GatewayServer
 
-COMPAT_EXAMPLE = (
-    Path(__file__).resolve().parents[2] / "shared" / "compat" / "coulisse.example.v010.yaml"
-)
-ORIGINAL = COMPAT_EXAMPLE.read_text()
+ORIGINAL = ORIGINAL_EXAMPLE.read_text()
 JSON = {"Accept": "application/json"}
 
 
@@ -197,7 +194,7 @@ def test_experiment_cannot_take_an_agent_name(admin: httpx.Client) -> None:
     [
         ("/judges/quality", lambda data: data["judges"].pop(0)),
         ("/providers/anthropic", lambda data: data["providers"].pop("anthropic")),
-        ("/mcp/hello", lambda data: data["mcp"].pop("hello")),
+        ("/mcp/greeter", lambda data: data["mcp"].pop("greeter")),
     ],
 )
 def test_delete_of_referenced_entry_is_422_and_leaves_the_file_byte_identical(
@@ -328,7 +325,7 @@ def test_form_create_redirects_to_the_new_agent(admin: httpx.Client) -> None:
             "model": "m",
             "preamble": "Hello\r\nthere",
             "judges": ["quality"],
-            "mcp_tools": "- server: hello",
+            "mcp_tools": "- server: greeter",
         },
         headers={"Accept": "text/html"},
     )
@@ -341,7 +338,7 @@ def test_form_create_redirects_to_the_new_agent(admin: httpx.Client) -> None:
         "model": "m",
         "preamble": "Hello\nthere",
         "judges": ["quality"],
-        "mcp_tools": [{"server": "hello"}],
+        "mcp_tools": [{"server": "greeter"}],
     }
 
 
@@ -420,7 +417,7 @@ def test_every_page_renders(admin: httpx.Client) -> None:
         "/experiments",
         "/experiments/new",
         "/providers/openai/edit",
-        "/mcp/hello",
+        "/mcp/greeter",
         "/mcp/new",
         "/config",
         "/revisions",
@@ -468,15 +465,15 @@ def test_config_get_is_masked_yaml_with_the_etag_of_the_bytes_on_disk(
 
     assert response.headers["Content-Type"].startswith("application/yaml")
     assert response.headers["ETag"] == file_etag(server.config_path.read_bytes())
-    assert "api_key: sk-…here\n" in response.text
-    assert "sk-ant-your-key-here" not in response.text
+    assert "api_key: sk-…0001\n" in response.text
+    assert "sk-ant-example-key-0001" not in response.text
     assert "# --- Telemetry ---" in response.text and "memory:\n" in response.text
 
 
 def test_config_get_json_is_masked(admin: httpx.Client) -> None:
     data = admin.get("/config").json()
 
-    assert data["providers"]["anthropic"] == {"api_key": "sk-…here"}
+    assert data["providers"]["anthropic"] == {"api_key": "sk-…0001"}
     assert data["memory"]["embedder"]["model"] == "text-embedding-3-small"
 
 
@@ -501,7 +498,7 @@ def test_config_put_json_merges_into_the_file(admin: httpx.Client, server: Gatew
     assert admin.put("/config", json=data).status_code == 204
 
     text = server.config_path.read_text()
-    assert text == ORIGINAL.replace("model: gemini-2.0-flash", "model: gemini-2.5-pro")
+    assert text == ORIGINAL.replace("model: gemini-2.5-flash", "model: gemini-2.5-pro")
 
 
 def test_config_put_with_stale_if_match_is_412_and_changes_nothing(
@@ -540,11 +537,11 @@ def test_provider_key_is_masked_everywhere_and_kept_when_sent_back(
     shown = admin.get("/providers/openai").json()
     page = admin.get("/providers/openai", headers={"Accept": "text/html"}).text
 
-    assert listed["openai"]["api_key"] == shown["api_key"] == "sk-…-key"
-    assert "sk-your-openai-key" not in page and "sk-…-key" in page
+    assert listed["openai"]["api_key"] == shown["api_key"] == "sk-…0042"
+    assert "sk-openai-example-0042" not in page and "sk-…0042" in page
 
     assert admin.put("/providers/openai", json=shown).status_code == 200
-    assert "    api_key: sk-your-openai-key\n" in server.config_path.read_text()
+    assert "    api_key: sk-openai-example-0042\n" in server.config_path.read_text()
 
 
 # ---- revisions -------------------------------------------------------------------------
@@ -570,8 +567,8 @@ def test_writes_are_recorded_as_revisions_with_masked_diffs_and_can_be_restored(
     assert response.status_code == 200
     detail = admin.get(f"/revisions/{first}").json()
     assert "model: m1" in server.config_path.read_text()
-    assert "sk-your-openai-key" in server.config_path.read_text()
-    assert "sk-your-openai-key" not in detail["text"]
+    assert "sk-openai-example-0042" in server.config_path.read_text()
+    assert "sk-openai-example-0042" not in detail["text"]
     assert admin.post("/revisions/999999/restore", json={}).status_code == 404
 
 
@@ -596,7 +593,7 @@ def test_invalid_hand_edit_shows_a_banner_on_every_page_until_fixed(
         assert problem in admin.get(path, headers={"Accept": "text/html"}).text, path
     assert admin.get("/agents/gemini-assistant").json()["provider"] == "gemini"  # last good
     editable = admin.get("/config", headers={"Accept": "application/yaml"}).text
-    assert "provider: cohere\n" in editable and "sk-ant-your-key-here" not in editable
+    assert "provider: cohere\n" in editable and "sk-ant-example-key-0001" not in editable
 
     admin.put("/config", content=ORIGINAL, headers=YAML_BODY)
     assert problem not in admin.get("/", headers={"Accept": "text/html"}).text

@@ -9,11 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.configs import ORIGINAL_EXAMPLE
 from tests.server import PROJECT_DIR, GatewayServer
 
-COMPAT_EXAMPLE = (
-    Path(__file__).resolve().parents[2] / "shared" / "compat" / "coulisse.example.v010.yaml"
-)
 ARTIFACTS = PROJECT_DIR / "test-artifacts"
 # Keys that exist in the example, so that item routes are also fuzzed on real entries.
 KNOWN_KEYS = """
@@ -31,7 +29,7 @@ parameters = { "path.kind" = "gemini" }
 
 [[operations]]
 include-path-regex = "^/admin/mcp/[{]name[}]"
-parameters = { "path.name" = "hello" }
+parameters = { "path.name" = "greeter" }
 
 [[operations]]
 include-path-regex = "^/admin/revisions/[{]revision_id[}]"
@@ -45,7 +43,7 @@ CHECKS = (
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayServer]:
-    gateway = GatewayServer(tmp_path_factory.mktemp("fuzzed"), COMPAT_EXAMPLE.read_text()).start()
+    gateway = GatewayServer(tmp_path_factory.mktemp("fuzzed"), ORIGINAL_EXAMPLE.read_text()).start()
     yield gateway
     gateway.stop()
 

@@ -2,9 +2,9 @@
 
 import openai
 
-from tests.conftest import api_key_of
 from tests.fakes.base import Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
+from tests.upstreams import api_key_of
 
 
 def test_completion_reaches_upstream_with_preamble_and_returns_openai_shape(

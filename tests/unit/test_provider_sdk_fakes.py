@@ -19,9 +19,9 @@ from google.genai import types as genai_types
 from agents.schema import ProviderConfig
 from inference.providers.registry import PROVIDER_CLASSES
 from inference.providers.types import ChatRequest, Message
-from tests.conftest import api_key_of
 from tests.fakes.base import FakeUpstream, Reply
 from tests.fakes.gemini_upstream import thought_signature
+from tests.upstreams import api_key_of
 
 # cohere's generated models use pydantic-1 names that pydantic 2 deprecates.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:cohere.*")

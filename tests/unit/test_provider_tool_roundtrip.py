@@ -23,9 +23,9 @@ from inference.providers.types import (
     ToolCall,
     ToolSpec,
 )
-from tests.conftest import FAKE_CLASSES, api_key_of, fake_base_url
 from tests.fakes.base import FakeUpstream, Reply
 from tests.fakes.gemini_upstream import thought_signature
+from tests.upstreams import FAKE_CLASSES, api_key_of, fake_base_url
 
 KINDS = list(FAKE_CLASSES)
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from agents.loader import ConfigError, load_config_data, load_config_text
+from tests.configs import ORIGINAL_EXAMPLE, ORIGINAL_STARTER
 
 
 def valid_config() -> dict[str, Any]:
@@ -443,13 +444,13 @@ def test_top_level_must_be_a_mapping() -> None:
     assert raised.value.problems == ["(file): the config must be a mapping of sections"]
 
 
-@pytest.mark.parametrize("name", ["coulisse.example.v010.yaml", "coulisse.init_template.v010.yaml"])
-def test_configs_of_the_original_service_load_unchanged(compat_dir: Path, name: str) -> None:
-    config = load_config_text((compat_dir / name).read_text())
+@pytest.mark.parametrize("path", [ORIGINAL_EXAMPLE, ORIGINAL_STARTER], ids=["example", "starter"])
+def test_configs_of_the_original_service_load_unchanged(path: Path) -> None:
+    config = load_config_text(path.read_text())
     assert config.agents
 
 
 @pytest.mark.parametrize("name", ["gateway.example.yaml", "demo.yaml"])
 def test_shipped_example_configs_are_valid(name: str) -> None:
-    path = Path(__file__).resolve().parent.parent / "examples" / name
+    path = Path(__file__).resolve().parents[2] / "examples" / name
     assert load_config_text(path.read_text()).agents

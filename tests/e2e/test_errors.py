@@ -6,10 +6,10 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import api_key_of
 from tests.fakes.base import Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
+from tests.upstreams import api_key_of
 
 
 def post(gateway: GatewayServer, body: Any, **options: Any) -> httpx.Response:

@@ -9,8 +9,8 @@ from typing import Any
 import openai
 import pytest
 
-from tests.conftest import FAKE_CLASSES, received
 from tests.fakes.base import FakeUpstream, Reply
+from tests.upstreams import FAKE_CLASSES, received
 
 KINDS = list(FAKE_CLASSES)
 

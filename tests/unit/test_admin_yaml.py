@@ -1,7 +1,7 @@
 """Round-trip edits of the original service's configs: golden diffs, comments kept in place.
 
-Each golden is the unified diff an edit makes to a compat config (the configs themselves
-are read from ../shared/compat and never copied here).
+Each golden is the unified diff an edit makes to one of the configs in the original
+service's format under tests/configs.
 """
 
 import difflib
@@ -20,10 +20,10 @@ from agents.yamldoc import (
     remove_entry,
     to_node,
 )
+from tests.configs import ORIGINAL_EXAMPLE, ORIGINAL_STARTER
 
-COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat"
-EXAMPLE = COMPAT / "coulisse.example.v010.yaml"
-TEMPLATE = COMPAT / "coulisse.init_template.v010.yaml"
+EXAMPLE = ORIGINAL_EXAMPLE
+TEMPLATE = ORIGINAL_STARTER
 
 
 def edited(path: Path, edit) -> str:
@@ -43,13 +43,13 @@ def test_document_unchanged_is_byte_identical(path: Path) -> None:
     assert Document(text).text() == text
 
 
-def test_append_agent_goes_above_the_trailing_comment_sections() -> None:
+def test_append_agent_goes_above_the_next_sections_comment() -> None:
     agent = {"name": "new", "provider": "openai", "model": "m", "judges": ["quality"]}
 
     diff = edited(EXAMPLE, lambda root: append_entry(root["agents"], 4, agent, root, "agents"))
 
     assert diff == (
-        "@@ -118,2 +118,8 @@\n"
+        "@@ -108,2 +108,8 @@\n"
         " \n"
         "+  - name: new\n"
         "+    provider: openai\n"
@@ -57,7 +57,7 @@ def test_append_agent_goes_above_the_trailing_comment_sections() -> None:
         "+    judges:\n"
         "+      - quality\n"
         "+\n"
-        " # --- Smoke tests ------------------------------------------------------\n"
+        " # A/B tests: clients send the experiment's name as `model`.\n"
     )
 
 
@@ -66,7 +66,7 @@ def test_remove_middle_agent_takes_only_its_own_comment() -> None:
 
     removed = [line for line in diff.splitlines() if line.startswith("-")]
     assert removed[0] == "-  - name: gpt-assistant"
-    assert "-    # Restrict this agent to a specific subset of tools (tool names come" in removed
+    assert "-    # Only some of its tools (names as the server lists them)." in removed
     assert not [line for line in diff.splitlines() if line.startswith("+")]
     assert "\n   - name: gemini-assistant\n" in diff  # still one blank line above it
 
@@ -74,19 +74,19 @@ def test_remove_middle_agent_takes_only_its_own_comment() -> None:
 def test_remove_first_judge_keeps_the_next_judges_comment() -> None:
     diff = edited(EXAMPLE, lambda root: remove_entry(root["judges"], 0, root, "judges"))
 
-    assert "-  # Cheap, broad check on every assistant turn. A small model averaged\n" in diff
-    assert "   # Expensive deep audit on a small fraction of turns for code reviews.\n" in diff
+    assert "-  # Runs on every reply: a cheap model, averaged over many turns.\n" in diff
+    assert "   # Runs on a tenth of the replies: a stronger and dearer model.\n" in diff
     assert "+" not in "".join(line[0] for line in diff.splitlines() if line)
 
 
 def test_remove_last_mcp_server_keeps_the_comments_below_it() -> None:
     text = EXAMPLE.read_text()
     document = Document(text)
-    remove_entry(document.root["mcp"], "hello", document.root, "mcp")
+    remove_entry(document.root["mcp"], "greeter", document.root, "mcp")
     after = document.text()
 
     assert "mcp: {}\n" in after
-    for comment in ("# Example of an HTTP-based MCP server:", "# LLM-as-judge evaluators."):
+    for comment in ("# A server reached over HTTP instead:", "# Judges score replies"):
         assert after.index("mcp: {}") < after.index(comment) < after.index("judges:")
     assert parse(after)["judges"] == parse(text)["judges"]
 
@@ -98,26 +98,20 @@ def test_append_provider_goes_above_the_next_sections_comment() -> None:
     )
 
     assert diff == (
-        "@@ -35,2 +35,4 @@\n     api_key: your-gemini-key\n+  groq:\n+    api_key: k\n \n"
+        "@@ -33,2 +33,4 @@\n     api_key: gemini-example-key\n+  groq:\n+    api_key: k\n \n"
     )
 
 
 def test_new_section_goes_above_the_trailing_comment_sections() -> None:
-    experiments = [{"name": "e", "strategy": "split", "variants": [{"agent": "gpt-assistant"}]}]
-
-    diff = edited(EXAMPLE, lambda root: append_entry(root, "experiments", experiments))
+    diff = edited(EXAMPLE, lambda root: append_entry(root, "history", {"max_messages": 20}))
 
     assert diff == (
-        "@@ -118,2 +118,8 @@\n"
-        " \n"
-        "+experiments:\n"
-        "+  - name: e\n"
-        "+    strategy: split\n"
-        "+    variants:\n"
-        "+      - agent: gpt-assistant\n"
-        "+\n"
-        " # --- Smoke tests ------------------------------------------------------\n"
+        "@@ -117,2 +117,4 @@\n         weight: 0.5\n+history:\n+  max_messages: 20\n \n"
     )
+    after = Document(EXAMPLE.read_text())
+    append_entry(after.root, "history", {"max_messages": 20})
+    text = after.text()
+    assert text.index("max_messages: 20") < text.index("# --- Smoke tests")
 
 
 def test_merge_changes_only_the_changed_lines_and_keeps_aligned_values() -> None:
@@ -126,7 +120,7 @@ def test_merge_changes_only_the_changed_lines_and_keeps_aligned_values() -> None
         merge(root["judges"][0], judge, root["judges"], 0)
 
     assert edited(EXAMPLE, edit) == (
-        "@@ -64,3 +64,3 @@\n"
+        "@@ -56,3 +56,3 @@\n"
         "     provider: openai\n"
         "-    model: gpt-4o-mini\n"
         "+    model: gpt-4.1-mini\n"
@@ -145,7 +139,7 @@ def test_merge_multi_line_preamble_becomes_a_literal_block_before_the_blank_line
     diff = edited(EXAMPLE, lambda root: merge(root["agents"][1], agent, root["agents"], 1))
 
     assert diff.endswith("+    preamble: |\n+      Line one\n+      line two\n \n")
-    assert "-    # Restrict this agent to a specific subset of tools (tool names come\n" in diff
+    assert "-    # Only some of its tools (names as the server lists them).\n" in diff
 
 
 def test_merge_block_preamble_to_one_line_keeps_the_comment_after_it() -> None:
@@ -155,7 +149,7 @@ def test_merge_block_preamble_to_one_line_keeps_the_comment_after_it() -> None:
 
     diff = edited(EXAMPLE, edit)
 
-    assert "+    preamble: Review code.\n     # Stack judges:" in diff
+    assert "+    preamble: Review code.\n     # Two judges:" in diff
 
 
 def test_keep_layout_falls_back_when_the_patch_would_change_the_meaning() -> None:

@@ -1,0 +1,97 @@
+"""The session's wire-format fakes, and reading what a fake received whatever its format."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from tests.fakes.anthropic_upstream import AnthropicUpstream
+from tests.fakes.base import FakeUpstream, Recorded
+from tests.fakes.cohere_upstream import CohereUpstream
+from tests.fakes.gemini_upstream import GeminiUpstream
+from tests.fakes.openai_upstream import OpenAIUpstream
+
+# Provider kinds served by the session's fakes, and the fake class speaking each.
+FAKE_CLASSES: dict[str, type[FakeUpstream]] = {
+    "openai": OpenAIUpstream,
+    "groq": OpenAIUpstream,
+    "deepseek": OpenAIUpstream,
+    "anthropic": AnthropicUpstream,
+    "gemini": GeminiUpstream,
+    "cohere": CohereUpstream,
+}
+# deepseek answers within a second or the gateway gives up: the upstream-timeout tests use it.
+PROVIDER_TIMEOUTS = {"deepseek": 1.0}
+
+
+def api_key_of(kind: str) -> str:
+    return f"sk-{kind}-secret-key-0123456789"
+
+
+def fake_base_url(fake: FakeUpstream) -> str:
+    return getattr(fake, "base_url", fake.url)
+
+
+@dataclass(frozen=True)
+class Received:
+    """What one upstream call carried, read the same way whatever the wire format."""
+
+    model: str
+    api_key: str
+    system: str
+    turns: list[tuple[str, str]]  # (user | assistant, text) after the system part
+
+
+def received(kind: str, recorded: Recorded) -> Received:
+    body: dict[str, Any] = recorded.body
+    headers = recorded.headers
+    if kind == "anthropic":
+        turns = [
+            (message["role"], _blocks_text(message["content"])) for message in body["messages"]
+        ]
+        return Received(body["model"], headers["x-api-key"], body.get("system", ""), turns)
+    if kind == "gemini":
+        model = recorded.path.rsplit("/", 1)[-1].split(":", 1)[0]
+        system = _parts_text((body.get("systemInstruction") or {}).get("parts", []))
+        turns = [
+            ("assistant" if content["role"] == "model" else "user", _parts_text(content["parts"]))
+            for content in body["contents"]
+        ]
+        return Received(model, headers["x-goog-api-key"], system, turns)
+    messages = body["messages"]
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    turns = [(m["role"], m["content"]) for m in messages if m["role"] != "system"]
+    api_key = headers["authorization"].removeprefix("Bearer ")
+    return Received(body["model"], api_key, system, turns)
+
+
+def _blocks_text(content: str | list[dict[str, Any]]) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(block["text"] for block in content if block["type"] == "text")
+
+
+def _parts_text(parts: list[dict[str, Any]]) -> str:
+    return "".join(part.get("text", "") for part in parts)
+
+
+def shared_config(upstreams: dict[str, FakeUpstream]) -> str:
+    lines = ["providers:"]
+    for kind, fake in upstreams.items():
+        timeout = PROVIDER_TIMEOUTS.get(kind, 10.0)
+        lines.append(
+            f"  {kind}: {{api_key: {api_key_of(kind)}, base_url: '{fake_base_url(fake)}', timeout: {timeout}}}"
+        )
+    lines.append("agents:")
+    for kind in upstreams:
+        lines += [
+            f"  - name: {kind}-agent",
+            f"    provider: {kind}",
+            f"    model: {kind}-model-1",
+            f"    preamble: You are the {kind} agent of ACME.",
+        ]
+    lines += [
+        "experiments:",
+        "  - name: openai-experiment",
+        "    strategy: split",
+        "    variants: [{agent: openai-agent}]",
+    ]
+    return "\n".join(lines) + "\n"
