@@ -1,17 +1,27 @@
-"""Turn the text of a config file into a validated ``Config`` snapshot."""
+"""Turn the text of a config file into a validated ``Config`` snapshot.
+
+Validation runs in three stages (environment references, types, cross-section rules)
+and each reports every problem it finds: an unset variable does not hide a type error,
+and a type error hides only the rules about the entry it is in.
+"""
 
 import os
 import re
 from typing import Any
 
 from pydantic import ValidationError
-from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from agents.schema import Config
 from agents.validation import cross_validate
+from agents.yamldoc import describe_yaml_error, parse
 
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# Sections whose entries are validated one by one: an entry with a type error is left
+# out of the cross-section rules rather than hiding them all.
+_LIST_SECTIONS = ("agents", "judges", "experiments")
+_MAP_SECTIONS = ("providers", "mcp")
+_ENTRY_PATH = re.compile(rf"^({'|'.join(_LIST_SECTIONS)})\[(\d+)\]")
 
 
 class ConfigError(Exception):
@@ -24,9 +34,9 @@ class ConfigError(Exception):
 
 def parse_yaml(text: str) -> Any:
     try:
-        return YAML(typ="safe", pure=True).load(text)
+        return parse(text)
     except YAMLError as error:
-        raise ConfigError([f"(file): not valid YAML: {error}"]) from error
+        raise ConfigError([f"(file): not valid YAML: {describe_yaml_error(error)}"]) from error
 
 
 def load_config_text(text: str) -> Config:
@@ -39,16 +49,67 @@ def load_config_data(data: Any) -> Config:
         raise ConfigError(["(file): the config must be a mapping of sections"])
     problems: list[str] = []
     expanded = _expand_env(data, "", problems)
-    if problems:
-        raise ConfigError(problems)
     try:
         config = Config.model_validate(expanded)
     except ValidationError as error:
-        raise ConfigError([_describe(item) for item in error.errors()]) from error
-    problems = cross_validate(config)
+        problems += [_describe(item) for item in error.errors()]
+        problems += _rules_of_well_typed_entries(expanded, error)
+        raise ConfigError(problems) from error
+    problems += cross_validate(config)
     if problems:
         raise ConfigError(problems)
     return config
+
+
+def _rules_of_well_typed_entries(data: dict[str, Any], error: ValidationError) -> list[str]:
+    """The cross-section problems of the entries without type errors.
+
+    Each entry with a type error is taken out (a top-level value falls back to its
+    default); problems that name a removed entry, or come from a removed section,
+    would only echo the type error and are left out.
+    """
+    reduced = dict(data)
+    removed_lists: dict[str, list[int]] = {}
+    removed_names: set[str] = set()
+    for item in error.errors():
+        location = item["loc"]
+        section = location[0]
+        value = reduced.get(section)
+        if section in _LIST_SECTIONS and len(location) > 1 and isinstance(value, list):
+            index = location[1]
+            removed_lists.setdefault(str(section), []).append(int(index))
+            entry = value[index] if isinstance(index, int) and index < len(value) else None
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                removed_names.add(entry["name"])
+        elif section in _MAP_SECTIONS and len(location) > 1 and isinstance(value, dict):
+            reduced[section] = {key: item for key, item in value.items() if key != location[1]}
+            removed_names.add(str(location[1]))
+        else:
+            reduced.pop(section, None)
+    kept_positions: dict[str, list[int]] = {}
+    for section, indexes in removed_lists.items():
+        entries = reduced[section]
+        kept_positions[section] = [i for i in range(len(entries)) if i not in indexes]
+        reduced[section] = [entries[i] for i in kept_positions[section]]
+    try:
+        config = Config.model_validate(reduced)
+    except ValidationError:
+        return []
+    # A removed name shows quoted in a problem: 'quality', or 'quality.accuracy' (a metric).
+    mentions = re.compile("|".join(f"'{re.escape(name)}['.]" for name in removed_names) or "$^")
+    removed_sections = data.keys() - reduced.keys()
+    problems = []
+    for problem in cross_validate(config):
+        if mentions.search(problem) or problem.split(":")[0] in removed_sections:
+            continue
+        problems.append(_ENTRY_PATH.sub(lambda m: _original_path(m, kept_positions), problem))
+    return problems
+
+
+def _original_path(match: re.Match[str], kept_positions: dict[str, list[int]]) -> str:
+    section, index = match.group(1), int(match.group(2))
+    positions = kept_positions.get(section)
+    return f"{section}[{positions[index] if positions else index}]"
 
 
 def format_path(location: tuple[str | int, ...]) -> str:
@@ -58,7 +119,7 @@ def format_path(location: tuple[str | int, ...]) -> str:
     return path or "(file)"
 
 
-def _describe(error: dict) -> str:
+def _describe(error: Any) -> str:
     location = tuple(part for part in error["loc"] if not _is_union_tag(part))
     message = error["msg"]
     return f"{format_path(location)}: {message[:1].lower()}{message[1:]}"

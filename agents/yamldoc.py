@@ -16,11 +16,12 @@ not do by itself:
 import difflib
 import io
 import math
+import re
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import YAMLError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.scalarbool import ScalarBoolean
 from ruamel.yaml.scalarstring import (
     DoubleQuotedScalarString,
@@ -37,6 +38,26 @@ Node = CommentedMap | CommentedSeq
 def parse(text: str) -> Any:
     """Plain data from YAML text (YAML 1.2, as the config loader reads it)."""
     return YAML(typ="safe", pure=True).load(text)
+
+
+_QUOTED_VALUES = re.compile(r' with value ".*?"( \(original value: ".*?"\))?')
+
+
+def describe_yaml_error(error: YAMLError) -> str:
+    """Where and why YAML text does not parse, on one line.
+
+    The parser's own message quotes the offending line (which may hold a secret) under
+    a caret, with the noise of its input name; this keeps only position and reason.
+    """
+    if not isinstance(error, MarkedYAMLError):
+        return str(error).splitlines()[0] if str(error) else type(error).__name__
+    problem = _QUOTED_VALUES.sub("", error.problem or error.context or "unreadable text")
+    mark = error.problem_mark or error.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    context = ""
+    if error.context and error.problem and error.context_mark is not None:
+        context = f" ({error.context} started on line {error.context_mark.line + 1})"
+    return f"{where}{problem}{context}"
 
 
 class NotRepresentable(ValueError):

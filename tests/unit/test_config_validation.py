@@ -451,6 +451,46 @@ def test_configs_of_the_original_service_load_unchanged(path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["gateway.example.yaml", "demo.yaml"])
-def test_shipped_example_configs_are_valid(name: str) -> None:
+def test_shipped_example_configs_are_valid(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
     path = Path(__file__).resolve().parents[2] / "examples" / name
     assert load_config_text(path.read_text()).agents
+
+
+def test_example_config_names_the_key_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    path = Path(__file__).resolve().parents[2] / "examples" / "gateway.example.yaml"
+    with pytest.raises(ConfigError) as raised:
+        load_config_text(path.read_text())
+    assert raised.value.problems == [
+        "providers.openai.api_key: environment variable OPENAI_API_KEY is not set"
+    ]
+
+
+def test_every_stage_reports_its_problems(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unset variable does not hide type errors, nor these the rules of other entries."""
+    monkeypatch.delenv("GW_TEST_MISSING", raising=False)
+    data = valid_config()
+    data["providers"]["openai"]["api_key"] = "${GW_TEST_MISSING}"
+    data["judges"][0]["sampling_rate"] = "often"  # a type error: the judge is left out...
+    data["agents"].insert(0, {"name": "broken", "provider": "openai"})  # ...and this agent
+    data["agents"][1]["provider"] = "cohere"  # a reference error in a well-typed agent
+
+    with pytest.raises(ConfigError) as raised:
+        load_config_data(data)
+    problems = raised.value.problems
+
+    assert problems == [
+        "providers.openai.api_key: environment variable GW_TEST_MISSING is not set",
+        "agents[0].model: field required",
+        "judges[0].sampling_rate: input should be a valid number, unable to parse string as a number",
+        "agents[1].provider: provider 'cohere' is not configured",
+    ]
+
+
+def test_yaml_error_names_the_line_without_quoting_it() -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config_text("providers:\n  openai: {api_key: sk-secret-0123456789}: x\n")
+    (problem,) = raised.value.problems
+    assert problem.startswith("(file): not valid YAML: line 2, column ")
+    assert "sk-secret" not in problem and "unicode string" not in problem

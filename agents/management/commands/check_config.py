@@ -26,9 +26,14 @@ class Command(BaseCommand):
             for problem in error.problems:
                 self.stderr.write(problem)
             raise CommandError(
-                f"{config_path}: {len(error.problems)} problem(s)", returncode=1
+                f"{config_path}: {counted(len(error.problems), 'problem')}", returncode=1
             ) from error
         self.stdout.write(
-            f"{config_path}: OK ({len(config.agents)} agents, {len(config.experiments)} "
-            f"experiments, {len(config.judges)} judges, providers: {', '.join(config.providers)})"
+            f"{config_path}: OK ({counted(len(config.agents), 'agent')}, "
+            f"{counted(len(config.experiments), 'experiment')}, "
+            f"{counted(len(config.judges), 'judge')}; providers: {', '.join(config.providers)})"
         )
+
+
+def counted(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
