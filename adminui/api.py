@@ -2,13 +2,14 @@
 
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
 from adminui import config, history, records
 from adminui.collection_routes import collection_router
-from adminui.errors import error_response
+from adminui.context import AdminRequest
+from adminui.errors import AdminError, error_response, refusal
 from adminui.parsers import AdminParser, BodyError
 from adminui.schemas import McpServerCreate, ProviderCreate
 from agents.loader import ConfigError
@@ -52,33 +53,35 @@ api.add_router("", config.router)
 api.add_router("", history.router)
 
 
+@api.exception_handler(AdminError)
+def _admin_error(request: AdminRequest, error: AdminError) -> HttpResponse:
+    return error_response(request, error)
+
+
 @api.exception_handler(ConfigError)
-def _invalid_config(request: HttpRequest, error: ConfigError) -> HttpResponse:
-    return error_response(request, 422, str(error), "invalid_config", error.problems)
-
-
 @api.exception_handler(StoreError)
-def _store_error(request: HttpRequest, error: StoreError) -> HttpResponse:
-    codes = {400: "bad_request", 404: "not_found", 409: "name_taken", 412: "etag_mismatch"}
-    return error_response(request, error.status, error.message, codes[error.status])
+def _refused_write(request: AdminRequest, error: ConfigError | StoreError) -> HttpResponse:
+    return error_response(request, refusal(error))
 
 
 @api.exception_handler(HttpError)
-def _http_error(request: HttpRequest, error: HttpError) -> HttpResponse:
+def _http_error(request: AdminRequest, error: HttpError) -> HttpResponse:
     cause = error.__cause__
     if isinstance(cause, BodyError):
-        return error_response(request, 400, str(cause), "malformed_body", [str(cause)])
-    return error_response(request, error.status_code, str(error), "http_error")
+        return error_response(request, AdminError(400, str(cause), "malformed_body", [str(cause)]))
+    return error_response(request, AdminError(error.status_code, str(error), "http_error"))
 
 
 @api.exception_handler(ValidationError)
-def _request_error(request: HttpRequest, error: ValidationError) -> HttpResponse:
+def _request_error(request: AdminRequest, error: ValidationError) -> HttpResponse:
     problems = [
         f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}" for item in error.errors
     ]
-    return error_response(request, 400, "; ".join(problems), "malformed_request", problems)
+    return error_response(
+        request, AdminError(400, "; ".join(problems), "malformed_request", problems)
+    )
 
 
 @api.exception_handler(Http404)
-def _not_found(request: HttpRequest, error: Http404) -> HttpResponse:
-    return error_response(request, 404, f"nothing at {request.path}", "not_found")
+def _not_found(request: AdminRequest, error: Http404) -> HttpResponse:
+    return error_response(request, AdminError(404, f"nothing at {request.path}", "not_found"))

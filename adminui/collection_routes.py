@@ -1,22 +1,24 @@
 """The five collections' routes: list, create, read, update, delete, and their HTML forms.
 
-Views parse typed input, call one store action and answer (``respond``/``written``).
+Views parse typed input, call one store action and answer (``respond``/``written``); a
+write sent from an HTML form is decoded and, if refused, shown again by the form.
 """
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
+from django.urls import reverse
 from ninja import Header, Path, Router
 from ninja.responses import Status
 from pydantic import BaseModel, SkipValidation
 
 from adminui import tables
-from adminui.formpages import edit_form, empty_form, form_page
-from adminui.negotiation import respond, written
+from adminui.context import AdminRequest
+from adminui.formpages import edit_form, empty_form, form_page, resource_form, submit
+from adminui.negotiation import is_form, respond, written
 from adminui.schemas import ErrorOut
 from agents import store
 from agents.resources import Resource
-from gateway import runtime
 
 HTML_PAGE = {
     200: {"description": "HTML form", "content": {"text/html": {"schema": {"type": "string"}}}}
@@ -27,7 +29,7 @@ def errors(*statuses: int) -> dict[int, type[ErrorOut]]:
     return dict.fromkeys((400, 403, *statuses), ErrorOut)
 
 
-def author_of(request: HttpRequest) -> str:
+def author_of(request: AdminRequest) -> str:
     return f"admin ({request.META.get('REMOTE_ADDR') or 'unknown client'})"
 
 
@@ -41,16 +43,23 @@ def collection_router(resource: Resource, create_schema: type[BaseModel]) -> Rou
     def key_param() -> Any:
         return Path(..., alias=key_name, description=f"The {singular}'s {key_name}.")
 
+    def item_url(key: str) -> str:
+        return reverse(f"admin:{section}_read", args=[key])
+
+    def shown_again(request: AdminRequest) -> Any:
+        if_match = request.headers.get("If-Match")
+        return lambda form, status: form_page(request, resource, form, status, if_match)
+
     @router.get(
         "",
         response={200: listing, **errors()},
         operation_id=f"list_{section}",
-        url_name=f"{section}",
+        url_name=section,
         summary=f"List {section}",
         exclude_unset=True,
     )
-    def list_entries(request: HttpRequest) -> Any:
-        entries = store.entries(_holder(), resource)
+    def list_entries(request: AdminRequest) -> Any:
+        entries = store.entries(request.runtime.holder, resource)
         data = list(entries.values()) if resource.is_list else entries
         return respond(
             request,
@@ -80,10 +89,18 @@ def collection_router(resource: Resource, create_schema: type[BaseModel]) -> Rou
         exclude_unset=True,
         openapi_extra={"responses": {201: {"links": links}}},
     )
-    def create_entry(request: HttpRequest, payload: SkipValidation[create_schema]) -> Any:  # type: ignore[valid-type]
-        item = store.create_item(_holder(), resource, payload, author_of(request))
-        key = payload.get(key_name)
-        return written(request, f"/admin/{section}/{key}", Status(201, item))
+    def create_entry(request: AdminRequest, payload: SkipValidation[create_schema]) -> Any:  # type: ignore[valid-type]
+        holder, author = request.runtime.holder, author_of(request)
+        if is_form(request):
+            return submit(
+                request,
+                resource_form(request, resource, None),
+                lambda body: store.create_item(holder, resource, body, author),
+                shown_again(request),
+                lambda body: item_url(body[key_name]),
+            )
+        result = store.create_item(holder, resource, payload, author)
+        return written(request, item_url(payload.get(key_name)), Status(201, result.entry))
 
     @router.get(
         "/new",
@@ -93,8 +110,8 @@ def collection_router(resource: Resource, create_schema: type[BaseModel]) -> Rou
         summary=f"HTML form for a new {singular}",
         openapi_extra={"responses": HTML_PAGE},
     )
-    def new_form(request: HttpRequest) -> HttpResponse:
-        return form_page(request, resource, empty_form(resource))
+    def new_form(request: AdminRequest) -> HttpResponse:
+        return form_page(request, resource, empty_form(request, resource))
 
     @router.get(
         item_path,
@@ -104,8 +121,8 @@ def collection_router(resource: Resource, create_schema: type[BaseModel]) -> Rou
         summary=f"Read a {singular}",
         exclude_unset=True,
     )
-    def read_entry(request: HttpRequest, response: HttpResponse, key: str = key_param()) -> Any:
-        item = store.entry(_holder(), resource, key)
+    def read_entry(request: AdminRequest, response: HttpResponse, key: str = key_param()) -> Any:
+        item = store.entry(request.runtime.holder, resource, key)
         etag = store.entry_etag(item)
         response["ETag"] = etag
         answer = respond(
@@ -129,8 +146,8 @@ def collection_router(resource: Resource, create_schema: type[BaseModel]) -> Rou
         summary=f"HTML form to edit a {singular}",
         openapi_extra={"responses": HTML_PAGE},
     )
-    def edit_page(request: HttpRequest, key: str = key_param()) -> HttpResponse:
-        form, etag = edit_form(resource, key)
+    def edit_page(request: AdminRequest, key: str = key_param()) -> HttpResponse:
+        form, etag = edit_form(request, resource, key)
         return form_page(request, resource, form, if_match=etag)
 
     @router.put(
@@ -142,13 +159,22 @@ def collection_router(resource: Resource, create_schema: type[BaseModel]) -> Rou
         exclude_unset=True,
     )
     def update_entry(
-        request: HttpRequest,
+        request: AdminRequest,
         payload: SkipValidation[schema],  # type: ignore[valid-type]
         key: str = key_param(),
         if_match: str | None = Header(None, alias="If-Match"),
     ) -> Any:
-        item = store.replace_item(_holder(), resource, key, payload, author_of(request), if_match)
-        return written(request, f"/admin/{section}/{key}", item)
+        holder, author = request.runtime.holder, author_of(request)
+        if is_form(request):
+            return submit(
+                request,
+                resource_form(request, resource, key),
+                lambda body: store.replace_item(holder, resource, key, body, author, if_match),
+                shown_again(request),
+                lambda _: item_url(key),
+            )
+        result = store.replace_item(holder, resource, key, payload, author, if_match)
+        return written(request, item_url(key), result.entry)
 
     @router.delete(
         item_path,
@@ -158,15 +184,11 @@ def collection_router(resource: Resource, create_schema: type[BaseModel]) -> Rou
         summary=f"Delete a {singular}",
     )
     def delete_entry(
-        request: HttpRequest,
+        request: AdminRequest,
         key: str = key_param(),
         if_match: str | None = Header(None, alias="If-Match"),
     ) -> Any:
-        store.delete_item(_holder(), resource, key, author_of(request), if_match)
-        return written(request, f"/admin/{section}")
+        store.delete_item(request.runtime.holder, resource, key, author_of(request), if_match)
+        return written(request, reverse(f"admin:{section}"))
 
     return router
-
-
-def _holder():
-    return runtime.current().holder

@@ -2,18 +2,21 @@
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
 from ninja import Header, Router
 from pydantic import SkipValidation
 
 from adminui import negotiation
 from adminui.collection_routes import author_of, errors
+from adminui.context import AdminRequest
+from adminui.formpages import submit
 from adminui.forms import ConfigForm
-from adminui.negotiation import FORM_TYPES, JSON, json_response, render, written
-from adminui.parsers import YAML_TYPES
+from adminui.negotiation import JSON, is_form, json_response, render, written
+from adminui.parsers import YAML_TYPES, form_data
 from agents import store
 from agents.schema import Config
-from gateway import runtime
 
 YAML = "application/yaml"
 router = Router(tags=["config"])
@@ -38,8 +41,8 @@ _GET_CONTENT = {
     summary="Read the config file (YAML by default, JSON with Accept: application/json)",
     openapi_extra={"responses": _GET_CONTENT},
 )
-def read_config(request: HttpRequest) -> HttpResponse:
-    holder = runtime.current().holder
+def read_config(request: AdminRequest) -> HttpResponse:
+    holder = request.runtime.holder
     kind = _representation(request)
     if kind == "json":
         data, etag = store.masked_config_data(holder)
@@ -49,8 +52,7 @@ def read_config(request: HttpRequest) -> HttpResponse:
         if kind == "yaml":
             response = HttpResponse(text, content_type=f"{YAML}; charset=utf-8")
         else:
-            form = ConfigForm(initial={"text": text})
-            response = render(request, "adminui/config.html", {"form": form, "etag": etag}).render()
+            response = _editor(request, ConfigForm(initial={"text": text}), etag).render()
     response["ETag"] = etag
     return response
 
@@ -64,28 +66,37 @@ def read_config(request: HttpRequest) -> HttpResponse:
     openapi_extra={"responses": {204: {"headers": {"ETag": {"schema": {"type": "string"}}}}}},
 )
 def replace_config(
-    request: HttpRequest,
+    request: AdminRequest,
     payload: SkipValidation[Config],
     if_match: str | None = Header(None, alias="If-Match"),
 ) -> HttpResponse:
-    text: str | None = None
-    if request.content_type in FORM_TYPES:
-        text = payload["text"]
-    elif request.content_type in YAML_TYPES:
-        text = request.body.decode("utf-8")
-    etag = store.replace_config(
-        runtime.current().holder,
-        author_of(request),
-        text=text,
-        data=None if text is not None else payload,
-        if_match=if_match,
-    )
-    response: Any = written(request, "/admin/config")
-    response["ETag"] = etag
+    holder, author = request.runtime.holder, author_of(request)
+    if is_form(request):
+        return submit(
+            request,
+            ConfigForm(form_data(request)),
+            lambda body: store.replace_config(holder, author, text=body["text"], if_match=if_match),
+            lambda form, status: _editor(request, form, if_match, status),
+            lambda _: reverse("admin:config"),
+        )
+    if request.content_type in YAML_TYPES:
+        result = store.replace_config(
+            holder, author, text=request.body.decode("utf-8"), if_match=if_match
+        )
+    else:
+        result = store.replace_config(holder, author, data=payload, if_match=if_match)
+    response: Any = written(request, reverse("admin:config"))
+    response["ETag"] = result.etag
     return response
 
 
-def _representation(request: HttpRequest) -> str:
+def _editor(
+    request: AdminRequest, form: ConfigForm, etag: str | None, status: int = 200
+) -> TemplateResponse:
+    return render(request, "adminui/config.html", {"form": form, "etag": etag}, status=status)
+
+
+def _representation(request: AdminRequest) -> str:
     if negotiation.representation(request) is negotiation.Representation.FRAGMENT:
         return "html"
     preferred = request.get_preferred_type([YAML, JSON, "text/html"])

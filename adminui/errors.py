@@ -1,6 +1,8 @@
-"""Failures of admin requests, in the representation the request asked for."""
+"""Failures of admin requests: their statuses, and their answer in the representation the
+request asked for (a JSON error object, or the admin's error page)."""
 
 from collections.abc import Sequence
+from typing import cast
 
 from django.http import (
     HttpRequest,
@@ -11,9 +13,11 @@ from django.http import (
     HttpResponseServerError,
 )
 
-from adminui.formpages import rejected_form
+from adminui.context import AdminRequest
 from adminui.negotiation import is_html, json_response, render
-from gateway.asyncmiddleware import AsyncMiddleware
+from agents.loader import ConfigError
+from agents.store import EntryNotFound, InvalidChange, NameTaken, StoreError, VersionMismatch
+from core.asyncmiddleware import AsyncMiddleware
 
 _TYPES = {
     400: "invalid_request_error",
@@ -24,6 +28,13 @@ _TYPES = {
     412: "precondition_failed",
     422: "validation_error",
 }
+# What each refusal of the config store answers: (status, code).
+_STORE_REFUSALS: dict[type[StoreError], tuple[int, str]] = {
+    InvalidChange: (400, "bad_request"),
+    EntryNotFound: (404, "not_found"),
+    NameTaken: (409, "name_taken"),
+    VersionMismatch: (412, "etag_mismatch"),
+}
 # Django's own answers (no route, no such method, an unhandled exception): (message, code).
 _DJANGO_ERRORS: dict[int, tuple[str, str]] = {
     404: ("nothing at {path}", "not_found"),
@@ -33,38 +44,48 @@ _DJANGO_ERRORS: dict[int, tuple[str, str]] = {
 _DJANGO_RESPONSES = (HttpResponseNotFound, HttpResponseNotAllowed, HttpResponseServerError)
 
 
+class AdminError(Exception):
+    """An admin request that cannot be served: its status, code and message."""
+
+    def __init__(self, status: int, message: str, code: str, problems: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.problems = list(problems)
+
+
+def refusal(error: StoreError | ConfigError) -> AdminError:
+    """The admin's answer to a write the config store or the validator refused."""
+    if isinstance(error, ConfigError):
+        return AdminError(422, str(error), "invalid_config", error.problems)
+    status, code = _STORE_REFUSALS[type(error)]
+    return AdminError(status, error.message, code)
+
+
+def error_response(request: AdminRequest, error: AdminError) -> HttpResponse:
+    if is_html(request):
+        context = {"status": error.status, "message": error.message, "problems": error.problems}
+        return render(request, "adminui/error.html", context, status=error.status).render()
+    body = {
+        "error": {
+            "type": _TYPES.get(error.status, "api_error"),
+            "message": error.message,
+            "code": error.code,
+            "param": None,
+            "problems": error.problems,
+        }
+    }
+    return json_response(body, status=error.status)
+
+
 def is_admin_path(path: str) -> bool:
     return path == "/admin" or path.startswith("/admin/")
 
 
-def error_response(
-    request: HttpRequest,
-    status: int,
-    message: str,
-    code: str,
-    problems: Sequence[str] = (),
-) -> HttpResponse:
-    if is_html(request):
-        page = rejected_form(request, list(problems) or [message], status)
-        if page is not None:
-            return page
-        context = {"status": status, "message": message, "problems": problems}
-        return render(request, "adminui/error.html", context, status=status).render()
-    body = {
-        "error": {
-            "type": _TYPES.get(status, "api_error"),
-            "message": message,
-            "code": code,
-            "param": None,
-            "problems": list(problems),
-        }
-    }
-    return json_response(body, status=status)
-
-
 class AdminErrorMiddleware(AsyncMiddleware):
     """Re-renders Django's own 404, 405 and 500 responses on ``/admin`` like every other
-    admin error (a JSON error object, or the admin's error page)."""
+    admin error."""
 
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = await self.get_response(request)
@@ -72,7 +93,8 @@ class AdminErrorMiddleware(AsyncMiddleware):
             return response
         template, code = _DJANGO_ERRORS[response.status_code]
         message = template.format(method=request.method, path=request.path)
-        answer = error_response(request, response.status_code, message, code)
+        error = AdminError(response.status_code, message, code)
+        answer = error_response(cast(AdminRequest, request), error)
         if response.has_header("Allow"):
             answer["Allow"] = response["Allow"]
         return answer

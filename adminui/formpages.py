@@ -1,89 +1,90 @@
-"""The create and edit pages of the collections, and their answer to a rejected write."""
+"""HTML form writes: the create and edit pages, and a write submitted from one of them.
 
-from typing import Any
+Each route decodes the form of the page that sent it. A form the write pipeline
+refuses comes back with the problems next to the fields they name and the status of
+the refusal; an accepted one redirects.
+"""
 
-from django.http import HttpRequest
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from django.http import HttpResponse
 from django.template.response import TemplateResponse
+from django.urls import reverse
 
-from adminui.forms import FORMS, ConfigForm, ResourceForm
-from adminui.negotiation import FORM_TYPES, render
-from adminui.parsers import form_data
+from adminui.context import AdminRequest
+from adminui.errors import refusal
+from adminui.forms import FORMS, ResourceForm
+from adminui.negotiation import render, written
+from adminui.parsers import form_data, normalised
 from agents import store
-from agents.resources import RESOURCES, Resource
-from gateway import runtime
+from agents.loader import ConfigError
+from agents.resources import Resource
+from agents.store import StoreError, Written
+
+
+class SubmittedForm(Protocol):
+    def is_valid(self) -> bool: ...
+    def body(self) -> dict[str, Any]: ...
+    def show_problems(self, problems: list[str]) -> None: ...
+
+
+FormPage = Callable[[Any, int], HttpResponse]
+
+
+def submit(
+    request: AdminRequest,
+    form: SubmittedForm,
+    write: Callable[[dict[str, Any]], Written],
+    page: FormPage,
+    location: Callable[[dict[str, Any]], str],
+) -> HttpResponse:
+    """Run ``write`` with the form's data, then redirect to ``location`` (of that data);
+    the form again, with its problems, if the form or the write was refused."""
+    if not form.is_valid():
+        return page(form, 400)
+    body = normalised(form.body())  # browsers send \r\n from text areas
+    try:
+        write(body)
+    except (StoreError, ConfigError) as error:
+        refused = refusal(error)
+        form.show_problems(refused.problems or [refused.message])
+        return page(form, refused.status)
+    return written(request, location(body))
+
+
+def resource_form(request: AdminRequest, resource: Resource, key: str | None) -> ResourceForm:
+    """The submitted form of ``resource`` (a new entry when ``key`` is None)."""
+    config = store.read_file(request.runtime.holder).data
+    return FORMS[resource.section](form_data(request), config=config, key=key)
+
+
+def empty_form(request: AdminRequest, resource: Resource) -> ResourceForm:
+    return FORMS[resource.section](config=store.read_file(request.runtime.holder).data)
+
+
+def edit_form(request: AdminRequest, resource: Resource, key: str) -> tuple[ResourceForm, str]:
+    holder = request.runtime.holder
+    item = store.entry(holder, resource, key)
+    form_class = FORMS[resource.section]
+    initial = form_class.initial_from(item, key)
+    form = form_class(initial=initial, config=store.read_file(holder).data, key=key)
+    return form, store.entry_etag(item)
 
 
 def form_page(
-    request: HttpRequest,
+    request: AdminRequest,
     resource: Resource,
     form: ResourceForm,
     status: int = 200,
     if_match: str | None = None,
 ) -> TemplateResponse:
     key = form.key
+    section = resource.section
+    action = reverse(f"admin:{section}_read", args=[key]) if key else reverse(f"admin:{section}")
     return render(
         request,
         "adminui/form.html",
-        {
-            "resource": resource,
-            "form": form,
-            "key": key,
-            "action": f"/admin/{resource.section}" + (f"/{key}" if key else ""),
-            "if_match": if_match,
-        },
+        {"resource": resource, "form": form, "key": key, "action": action, "if_match": if_match},
         status=status,
     )
-
-
-def empty_form(resource: Resource) -> ResourceForm:
-    return FORMS[resource.section](config=store.read_file(_holder()).data)
-
-
-def edit_form(resource: Resource, key: str) -> tuple[ResourceForm, str]:
-    item = store.entry(_holder(), resource, key)
-    form_class = FORMS[resource.section]
-    form = form_class(
-        initial=form_class.initial_from(item, key), config=store.read_file(_holder()).data, key=key
-    )
-    return form, store.entry_etag(item)
-
-
-def rejected_form(request: HttpRequest, problems: list[str], status: int) -> Any:
-    """The form again, with the problems inline, when a form write was rejected."""
-    if request.content_type not in FORM_TYPES:
-        return None
-    parts = request.path.removeprefix("/admin/").strip("/").split("/")
-    if parts == ["config"]:
-        form = ConfigForm(form_data(request))
-        if form.is_valid():
-            for problem in problems:
-                form.add_error(None, problem)
-        text = form.data.get("text", "")
-        return render(
-            request,
-            "adminui/config.html",
-            {"form": form, "etag": request.headers.get("If-Match"), "text": text},
-            status=status,
-        )
-    resource = RESOURCES.get(parts[0])
-    if resource is None or len(parts) > 2:
-        return None
-    key = parts[1] if len(parts) == 2 else None
-    data = store.read_file(_holder()).data
-    form = FORMS[resource.section](form_data(request), config=data, key=key)
-    if form.is_valid():  # else the form's own errors are the problems
-        form.add_problems(problems, _prefix(resource, key, form, data))
-    return form_page(request, resource, form, status, request.headers.get("If-Match"))
-
-
-def _prefix(resource: Resource, key: str | None, form: ResourceForm, data: dict) -> str:
-    """Where the written entry sits in the file, as the validator's messages name it."""
-    if not resource.is_list:
-        return f"{resource.section}.{key or form.data.get(resource.key_field, '')}"
-    names = list(resource.entries(data))
-    index = names.index(key) if key in names else len(names)
-    return f"{resource.section}[{index}]"
-
-
-def _holder():
-    return runtime.current().holder

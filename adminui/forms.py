@@ -15,7 +15,7 @@ from ruamel.yaml.error import YAMLError
 
 from agents.resources import AGENTS, EXPERIMENTS, JUDGES, MCP, PROVIDERS, Resource
 from agents.schema import PROVIDER_KINDS
-from agents.yamldoc import parse
+from agents.yamldoc import describe_yaml_error, parse
 
 
 class NamesField(forms.MultipleChoiceField):
@@ -43,7 +43,7 @@ class YamlField(forms.CharField):
         try:
             data = parse(text)
         except YAMLError as error:
-            raise forms.ValidationError(f"Not valid YAML: {error}") from error
+            raise forms.ValidationError(f"Not valid YAML: {describe_yaml_error(error)}") from error
         if not isinstance(data, self.expects):
             kind = "list" if self.expects is list else "mapping"
             raise forms.ValidationError(f"Write a YAML {kind}.")
@@ -84,6 +84,9 @@ def _text(**kwargs: Any) -> forms.CharField:
 
 
 class ResourceForm(forms.Form):
+    """The form of one collection's entries; ``config`` is the file's data (for choices and
+    for placing the validator's messages), ``key`` the entry edited (None: a new one)."""
+
     resource: ClassVar[Resource]
     # Fields holding a list of names, and where the choices come from.
     choices_from: ClassVar[dict[str, tuple[str, ...]]] = {}
@@ -95,9 +98,9 @@ class ResourceForm(forms.Form):
         key: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, label_suffix="", **kwargs)
         self.key = key
-        config = config or {}
+        self.config = config = config or {}
         for field, sections in self.choices_from.items():
             names = [
                 name
@@ -135,12 +138,22 @@ class ResourceForm(forms.Form):
             data[name] = value
         return data
 
-    def add_problems(self, problems: list[str], prefix: str) -> None:
+    def show_problems(self, problems: list[str]) -> None:
         """Show each validator message on the field its path names, the rest above the form."""
+        prefix = self._path_in_file()
         for problem in problems:
             match = re.match(rf"{re.escape(prefix)}\.([A-Za-z_]+)", problem)
             field = match.group(1) if match else None
             self.add_error(field if field in self.fields else None, problem)
+
+    def _path_in_file(self) -> str:
+        """Where the written entry sits in the file, as the validator's messages name it."""
+        resource = self.resource
+        if not resource.is_list:
+            return f"{resource.section}.{self.key or self.data.get(resource.key_field, '')}"
+        names = list(resource.entries(self.config))
+        index = names.index(self.key) if self.key in names else len(names)
+        return f"{resource.section}[{index}]"
 
     @classmethod
     def initial_from(cls, item: dict[str, Any], key: str | None = None) -> dict[str, Any]:
@@ -246,6 +259,10 @@ class ConfigForm(forms.Form):
 
     def body(self) -> dict[str, Any]:
         return {"text": self.cleaned_data["text"]}
+
+    def show_problems(self, problems: list[str]) -> None:
+        for problem in problems:
+            self.add_error(None, problem)
 
 
 FORMS: dict[str, type[ResourceForm]] = {

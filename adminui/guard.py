@@ -16,14 +16,15 @@ cannot be sent cross-site without a preflight, so scripts send them without one.
 """
 
 import ipaddress
+from typing import cast
 
 from django.http import HttpRequest, HttpResponseBase
 from django.http.request import split_domain_port
 from django.middleware.csrf import CsrfViewMiddleware
 
-from adminui.errors import error_response, is_admin_path
-from gateway import runtime
-from gateway.asyncmiddleware import AsyncMiddleware
+from adminui.context import AdminRequest
+from adminui.errors import AdminError, error_response, is_admin_path
+from core.asyncmiddleware import AsyncMiddleware
 
 _SIMPLE_TYPES = frozenset(
     {"application/x-www-form-urlencoded", "multipart/form-data", "text/plain"}
@@ -34,20 +35,20 @@ _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
 class AdminGuardMiddleware(AsyncMiddleware):
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if is_admin_path(request.path):
-            refusal = refusal_of(request)
+            admin_request = cast(AdminRequest, request)
+            refusal = refusal_of(admin_request)
             if refusal is not None:
-                return refusal
+                return error_response(admin_request, refusal)
         return await self.get_response(request)
 
 
-def refusal_of(request: HttpRequest) -> HttpResponseBase | None:
+def refusal_of(request: AdminRequest) -> AdminError | None:
     if not is_loopback(request):
-        return error_response(request, 403, _remote_message(), "admin_loopback_only")
+        return AdminError(403, _remote_message(request), "admin_loopback_only")
     if not is_loopback_host(request):
-        return error_response(request, 403, _host_message(request), "admin_loopback_host_only")
+        return AdminError(403, _host_message(request), "admin_loopback_host_only")
     if needs_csrf(request) and _csrf_rejected(request):
-        return error_response(
-            request,
+        return AdminError(
             403,
             "CSRF check failed: reload the page and submit the form again "
             "(scripts: send JSON or YAML bodies, which need no token)",
@@ -88,21 +89,21 @@ def _csrf_rejected(request: HttpRequest) -> bool:
     return check.process_view(request, protected_view, (), {}) is not None
 
 
-def _admin_auth_configured() -> bool:
-    config = runtime.current().holder.config
+def _admin_auth_configured(request: AdminRequest) -> bool:
+    config = request.runtime.holder.config
     return config is not None and config.auth is not None and config.auth.admin is not None
 
 
-def _host_message(request: HttpRequest) -> str:
+def _host_message(request: AdminRequest) -> str:
     host = request.META.get("HTTP_HOST", "")
-    if _admin_auth_configured():
+    if _admin_auth_configured(request):
         reason = "auth.admin is configured, but this version of the gateway does not check it yet"
         remedy = "Open the admin as http://localhost:<port>/admin."
     else:
         reason = "auth.admin is not configured"
         remedy = (
             "Open the admin as http://localhost:<port>/admin, or configure auth.admin in "
-            f"{runtime.current().holder.path} to use another host name."
+            f"{request.runtime.holder.path} to use another host name."
         )
     return (
         f"The admin refuses the host name {host!r}: {reason}, so it answers only requests "
@@ -111,9 +112,9 @@ def _host_message(request: HttpRequest) -> str:
     )
 
 
-def _remote_message() -> str:
-    path = runtime.current().holder.path
-    if _admin_auth_configured():
+def _remote_message(request: AdminRequest) -> str:
+    path = request.runtime.holder.path
+    if _admin_auth_configured(request):
         return (
             "The admin answers only clients on this machine: auth.admin is configured, but "
             "this version of the gateway does not check it yet. Use the admin from the "

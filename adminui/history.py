@@ -2,18 +2,19 @@
 
 from typing import Any
 
-from django.http import HttpRequest
+from django.urls import reverse
 from ninja import Router
 from ninja.responses import Status
 
 from adminui.collection_routes import author_of, errors
+from adminui.context import AdminRequest
+from adminui.errors import AdminError
 from adminui.negotiation import respond, written
 from adminui.paging import page
 from adminui.schemas import RestoreIn, RevisionOut, RevisionPage
 from agents import store
 from agents.models import ConfigRevision
 from agents.revisions import masked_text
-from gateway import runtime
 
 router = Router(tags=["revisions"])
 
@@ -29,8 +30,8 @@ class RevisionDetail(RevisionOut):
     url_name="revisions",
     summary="Applied versions of the config file, newest first",
 )
-def list_revisions(request: HttpRequest, cursor: str | None = None) -> Any:
-    rows, following = page(ConfigRevision.objects.defer("text"), cursor)
+def list_revisions(request: AdminRequest, cursor: str | None = None) -> Any:
+    rows, following = page(_revisions_before, cursor)
     data = {"data": [_summary(row) for row in rows], "next": following}
     return respond(request, data, "adminui/revisions.html", revisions=data["data"])
 
@@ -42,8 +43,10 @@ def list_revisions(request: HttpRequest, cursor: str | None = None) -> Any:
     url_name="revision",
     summary="One revision with its whole text, secrets masked",
 )
-def read_revision(request: HttpRequest, revision_id: int) -> Any:
-    revision = _revision(revision_id)
+def read_revision(request: AdminRequest, revision_id: int) -> Any:
+    revision = ConfigRevision.objects.filter(pk=revision_id).first()
+    if revision is None:
+        raise AdminError(404, f"revision {revision_id} does not exist", "not_found")
     data = {**_summary(revision), "text": masked_text(revision.text)}
     return respond(request, data, "adminui/revision.html", revision=data)
 
@@ -56,18 +59,18 @@ def read_revision(request: HttpRequest, revision_id: int) -> Any:
     summary="Write that revision's text back through the validated write pipeline",
 )
 def restore_revision(
-    request: HttpRequest, revision_id: int, payload: RestoreIn | None = None
+    request: AdminRequest, revision_id: int, payload: RestoreIn | None = None
 ) -> Any:
-    store.restore_revision(runtime.current().holder, revision_id, author_of(request))
-    latest = ConfigRevision.objects.order_by("-id").first()
-    return written(request, "/admin/revisions", Status(200, _summary(latest)))
+    result = store.restore_revision(request.runtime.holder, revision_id, author_of(request))
+    restored = result.revision or ConfigRevision.objects.order_by("-id").first()
+    return written(request, reverse("admin:revisions"), Status(200, _summary(restored)))
 
 
-def _revision(revision_id: int) -> ConfigRevision:
-    revision = ConfigRevision.objects.filter(pk=revision_id).first()
-    if revision is None:
-        raise store.NotFound(f"revision {revision_id} does not exist")
-    return revision
+def _revisions_before(before_id: int | None, limit: int) -> list[ConfigRevision]:
+    rows = ConfigRevision.objects.defer("text").order_by("-id")
+    if before_id is not None:
+        rows = rows.filter(id__lt=before_id)
+    return list(rows[:limit])
 
 
 def _summary(revision: ConfigRevision) -> dict[str, Any]:

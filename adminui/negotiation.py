@@ -9,9 +9,11 @@ import json
 from enum import Enum
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django_htmx.http import HttpResponseClientRedirect
 
+from adminui.context import AdminRequest
 from adminui.pages import page_context
 
 HTML = "text/html"
@@ -25,21 +27,25 @@ class Representation(Enum):
     JSON = "json"
 
 
-def representation(request: HttpRequest) -> Representation:
-    if request.headers.get("HX-Request") == "true":
+def representation(request: AdminRequest) -> Representation:
+    if request.htmx:
         return Representation.FRAGMENT
-    if request.method in ("GET", "HEAD") or request.content_type in FORM_TYPES:
+    if request.method in ("GET", "HEAD") or is_form(request):
         preferred = request.get_preferred_type([HTML, JSON])
         return Representation.JSON if preferred == JSON else Representation.PAGE
     return Representation.JSON
 
 
-def is_html(request: HttpRequest) -> bool:
+def is_html(request: AdminRequest) -> bool:
     return representation(request) is not Representation.JSON
 
 
+def is_form(request: AdminRequest) -> bool:
+    return request.content_type in FORM_TYPES
+
+
 def respond(
-    request: HttpRequest, data: Any, template: str, status: int = 200, **context: Any
+    request: AdminRequest, data: Any, template: str, status: int = 200, **context: Any
 ) -> Any:
     """``data`` for ninja to validate and render as JSON, or the page/fragment showing it."""
     if not is_html(request):
@@ -48,7 +54,7 @@ def respond(
 
 
 def render(
-    request: HttpRequest, template: str, context: dict[str, Any], status: int = 200
+    request: AdminRequest, template: str, context: dict[str, Any], status: int = 200
 ) -> TemplateResponse:
     """The full page, or only its ``content`` partial for htmx."""
     name = template
@@ -57,18 +63,14 @@ def render(
     return TemplateResponse(request, name, {**page_context(request), **context}, status=status)
 
 
-def written(request: HttpRequest, location: str, data: Any = None, status: int = 200) -> Any:
+def written(request: AdminRequest, location: str, data: Any = None) -> Any:
     """The answer to a successful write: JSON data, or a redirect to ``location``."""
     kind = representation(request)
     if kind is Representation.JSON:
         return data if data is not None else HttpResponse(status=204)
     if kind is Representation.FRAGMENT:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = location
-        return response
-    response = HttpResponse(status=303)
-    response["Location"] = location
-    return response
+        return HttpResponseClientRedirect(location, status=204)
+    return HttpResponseRedirect(location, status=303)
 
 
 def json_response(data: Any, status: int = 200) -> HttpResponse:

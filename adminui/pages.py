@@ -3,32 +3,38 @@
 import json
 from typing import Any
 
-from django.http import HttpRequest
 from django.middleware.csrf import get_token
+from django.urls import reverse
 
-from gateway import runtime
+from adminui.context import AdminRequest
+from agents.resources import RESOURCES
 
-NAVIGATION = (
-    ("Overview", "/admin/"),
-    ("Agents", "/admin/agents"),
-    ("Experiments", "/admin/experiments"),
-    ("Judges", "/admin/judges"),
-    ("Providers", "/admin/providers"),
-    ("MCP servers", "/admin/mcp"),
-    ("Config file", "/admin/config"),
-    ("Revisions", "/admin/revisions"),
-    ("Conversations", "/admin/conversations"),
-    ("Usage", "/admin/usage"),
+# Pages of the navigation bar after the collections, by URL name.
+_RECORD_PAGES = (
+    ("Config file", "admin:config"),
+    ("Revisions", "admin:revisions"),
+    ("Conversations", "admin:conversations"),
+    ("Usage", "admin:usage"),
 )
 
 
-def page_context(request: HttpRequest) -> dict[str, Any]:
-    holder = runtime.current().holder
+def navigation() -> list[tuple[str, str]]:
+    """(label, URL) of every page in the navigation bar, in order."""
+    pages = [
+        ("Overview", "admin:overview"),
+        *((resource.title, f"admin:{section}") for section, resource in RESOURCES.items()),
+        *_RECORD_PAGES,
+    ]
+    return [(label, reverse(name)) for label, name in pages]
+
+
+def page_context(request: AdminRequest) -> dict[str, Any]:
+    holder = request.runtime.holder
     path = request.path.rstrip("/") or "/"
     return {
         "navigation": [
             (label, url, path == url.rstrip("/") or path.startswith(url + "/"))
-            for label, url in NAVIGATION
+            for label, url in navigation()
         ],
         "config_problems": holder.problems,
         # htmx sends it with every request (PUT and DELETE bodies carry no form token).

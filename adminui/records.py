@@ -1,24 +1,23 @@
-"""What the gateway recorded, read-only: conversations and token usage per user."""
+"""What the gateway recorded, read-only: the overview, conversations and token usage."""
 
+from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Count, Sum
-from django.http import HttpRequest
 from django.utils import timezone
 from ninja import Router
 
 from adminui.collection_routes import errors
+from adminui.context import AdminRequest
+from adminui.errors import AdminError
 from adminui.negotiation import is_html, respond
 from adminui.paging import page
 from adminui.schemas import MessagePage, OverviewOut, UsageOut
 from agents import store
-from gateway import runtime
-from inference.budgets import usage_in_windows
-from inference.models import LedgerEntry, StoredMessage
+from inference import queries
 
 router = Router(tags=["records"])
-WINDOWS = {"hour": 3600, "day": 86400, "month": 30 * 86400}
+RECENT_USERS = 200
 
 
 @router.get(
@@ -28,27 +27,24 @@ WINDOWS = {"hour": 3600, "day": 86400, "month": 30 * 86400}
     url_name="overview",
     summary="Agents, experiments and the last day's traffic",
 )
-def overview(request: HttpRequest) -> Any:
-    holder = runtime.current().holder
+def overview(request: AdminRequest) -> Any:
+    holder = request.runtime.holder
     data = store.read_file(holder).data
-    since = timezone.now() - timedelta(days=1)
-    traffic = {
-        row["agent"]: row
-        for row in LedgerEntry.objects.filter(created_at__gt=since)
-        .values("agent")
-        .annotate(requests=Count("completion_id", distinct=True), tokens=Sum("total_tokens"))
-    }
-    agents = [
-        {
-            "name": str(agent.get("name")),
-            "provider": str(agent.get("provider")),
-            "model": str(agent.get("model")),
-            "requests_24h": traffic.get(agent.get("name"), {}).get("requests", 0),
-            "tokens_24h": traffic.get(agent.get("name"), {}).get("tokens") or 0,
-        }
-        for agent in data.get("agents") or []
-        if isinstance(agent, dict)
-    ]
+    traffic = queries.traffic_since(timezone.now() - timedelta(days=1))
+    agents = []
+    for agent in data.get("agents") or []:
+        if not isinstance(agent, dict):
+            continue
+        seen = traffic.get(str(agent.get("name")))
+        agents.append(
+            {
+                "name": str(agent.get("name")),
+                "provider": str(agent.get("provider")),
+                "model": str(agent.get("model")),
+                "requests_24h": seen.requests if seen else 0,
+                "tokens_24h": seen.tokens if seen else 0,
+            }
+        )
     experiments = [
         str(item.get("name")) for item in data.get("experiments") or [] if isinstance(item, dict)
     ]
@@ -63,25 +59,15 @@ def overview(request: HttpRequest) -> Any:
     url_name="conversations",
     summary="Stored messages, newest first (one user's with ?user=)",
 )
-def conversations(request: HttpRequest, user: str | None = None, cursor: str | None = None) -> Any:
-    messages = StoredMessage.objects.all()
-    if user:
-        messages = messages.filter(user_id=user)
-    rows, following = page(messages, cursor)
+def conversations(request: AdminRequest, user: str | None = None, cursor: str | None = None) -> Any:
+    rows, following = page(
+        lambda before, limit: queries.stored_messages(user, before, limit), cursor
+    )
     data = {
-        "data": [
-            {
-                "user": row.user_id,
-                "model": row.model,
-                "role": row.role,
-                "content": row.content,
-                "created_at": row.created_at,
-            }
-            for row in rows
-        ],
+        "data": [{key: value for key, value in asdict(row).items() if key != "id"} for row in rows],
         "next": following,
     }
-    users = _recent_users(StoredMessage) if is_html(request) and not user else []
+    users = _recent_users("history") if is_html(request) and not user else []
     return respond(request, data, "adminui/conversations.html", user=user, users=users)
 
 
@@ -92,21 +78,16 @@ def conversations(request: HttpRequest, user: str | None = None, cursor: str | N
     url_name="usage",
     summary="A user's tokens in each rolling window (hour, day, 30 days)",
 )
-def usage(request: HttpRequest, user: str | None = None) -> Any:
+def usage(request: AdminRequest, user: str | None = None) -> Any:
     if not user:
         if not is_html(request):
-            raise store.BadRequest("user: the query parameter is required (?user=...)")
-        return respond(request, None, "adminui/usage.html", users=_recent_users(LedgerEntry))
-    windows = usage_in_windows(user, WINDOWS, timezone.now())
-    return respond(request, {"user": user, "windows": windows}, "adminui/usage.html", user=user)
+            raise AdminError(
+                400, "user: the query parameter is required (?user=...)", "bad_request"
+            )
+        return respond(request, None, "adminui/usage.html", users=_recent_users("ledger"))
+    body = {"user": user, "windows": queries.usage_by_window(user)}
+    return respond(request, body, "adminui/usage.html", user=user)
 
 
-def _recent_users(model: type[StoredMessage] | type[LedgerEntry]) -> list[str]:
-    since = timezone.now() - timedelta(days=30)
-    rows = (
-        model.objects.filter(created_at__gt=since)
-        .values_list("user_id", flat=True)
-        .order_by("user_id")
-        .distinct()
-    )
-    return list(rows[:200])
+def _recent_users(source: str) -> list[str]:
+    return queries.recent_users(source, timezone.now() - timedelta(days=30), RECENT_USERS)  # type: ignore[arg-type]

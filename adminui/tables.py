@@ -2,7 +2,9 @@
 
 from typing import Any
 
-from adminui.forms import dump_yaml
+from django.forms.utils import pretty_name
+
+from adminui.forms import FORMS, dump_yaml
 from agents.resources import Resource
 
 # Columns of each collection's table, after its key.
@@ -34,7 +36,12 @@ def rows(resource: Resource, entries: dict[str, dict[str, Any]]) -> list[tuple[s
 
 
 def headers(resource: Resource) -> list[str]:
-    return [resource.key_field, *COLUMNS[resource.section]]
+    """The table's column titles: the labels the collection's form gives its fields."""
+    fields = FORMS[resource.section].base_fields
+    return [
+        fields[name].label or pretty_name(name)
+        for name in (resource.key_field, *COLUMNS[resource.section])
+    ]
 
 
 def fields(item: dict[str, Any]) -> list[tuple[str, str, bool]]:

@@ -18,6 +18,7 @@ from agents.schema import (
 class Resource:
     section: str  # top-level key of the file, and the admin collection path
     schema: type[BaseModel]
+    title: str  # the collection's name in headings ("MCP servers")
     singular: str
     key_field: str  # "name" (inside each entry of a list) or "kind"/"name" (the map's key)
     is_list: bool  # a list of entries carrying their name, or a map keyed by kind/name
@@ -38,14 +39,23 @@ class Resource:
         return set(self.schema.model_fields)
 
 
-AGENTS = Resource("agents", AgentConfig, "agent", "name", True, ("agents", "experiments"))
-JUDGES = Resource("judges", JudgeConfig, "judge", "name", True, ("judges",))
+AGENTS = Resource("agents", AgentConfig, "Agents", "agent", "name", True, ("agents", "experiments"))
+JUDGES = Resource("judges", JudgeConfig, "Judges", "judge", "name", True, ("judges",))
 EXPERIMENTS = Resource(
-    "experiments", ExperimentConfig, "experiment", "name", True, ("agents", "experiments")
+    "experiments",
+    ExperimentConfig,
+    "Experiments",
+    "experiment",
+    "name",
+    True,
+    ("agents", "experiments"),
 )
-PROVIDERS = Resource("providers", ProviderConfig, "provider", "kind", False, ("providers",))
-MCP = Resource("mcp", McpServerConfig, "MCP server", "name", False, ("mcp",))
+PROVIDERS = Resource(
+    "providers", ProviderConfig, "Providers", "provider", "kind", False, ("providers",)
+)
+MCP = Resource("mcp", McpServerConfig, "MCP servers", "MCP server", "name", False, ("mcp",))
 
+# In the order the admin lists them.
 RESOURCES = {
-    resource.section: resource for resource in (AGENTS, JUDGES, EXPERIMENTS, PROVIDERS, MCP)
+    resource.section: resource for resource in (AGENTS, EXPERIMENTS, JUDGES, PROVIDERS, MCP)
 }

@@ -5,12 +5,14 @@ are allowed everywhere (``extra="allow"``): they are preserved on disk and ignor
 validation. Rules that involve more than one field live in ``agents.validation``.
 """
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PROVIDER_KINDS = ("anthropic", "cohere", "deepseek", "gemini", "groq", "openai")
+# The one list of provider kinds: the provider registry and the test fakes are checked
+# against it by a test.
 ProviderKind = Literal["anthropic", "cohere", "deepseek", "gemini", "groq", "openai"]
+PROVIDER_KINDS: tuple[str, ...] = get_args(ProviderKind)
 
 
 class Section(BaseModel):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from agents.loader import ConfigError, load_config_text
 from agents.schema import Config
+from core.logformat import log_event
 
 logger = logging.getLogger("gateway.config")
 
@@ -68,14 +69,19 @@ class ConfigHolder:
         self.problems = []
         if self.on_change is not None:
             self.on_change(self.snapshot)
-        logger.info(
-            '{"event": "config_loaded", "path": "%s", "agents": %d}', self.path, len(config.agents)
-        )
+        log_event(logger, "config_loaded", path=str(self.path), agents=len(config.agents))
         return True
 
     def _reject(self, problems: list[str]) -> bool:
         if problems != self.problems:
-            for problem in problems:
-                logger.error("config %s rejected: %s", self.path, problem)
+            kept = "the last valid config keeps serving" if self.snapshot else "nothing is served"
+            log_event(
+                logger,
+                "config_rejected",
+                logging.ERROR,
+                path=str(self.path),
+                problems=problems,
+                consequence=kept,
+            )
         self.problems = problems
         return False

@@ -14,7 +14,7 @@ import re
 import stat
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from django.db import transaction
 from ruamel.yaml.error import YAMLError
 
 from agents import masking, revisions
-from agents.loader import ConfigError, load_config_text
+from agents.loader import ConfigError, load_config_data, load_config_text, parse_yaml
 from agents.models import ConfigRevision
 from agents.resources import Resource
 from agents.schema import Config
@@ -39,27 +39,39 @@ from agents.yamldoc import (
 
 
 class StoreError(Exception):
-    status = 400
+    """A write the store refuses; the subclass says why (the admin maps each to a status)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
 
-class BadRequest(StoreError):
-    status = 400
+class InvalidChange(StoreError):
+    """The change itself is malformed (a renaming body, text a YAML file cannot hold)."""
 
 
-class NotFound(StoreError):
-    status = 404
+class EntryNotFound(StoreError):
+    pass
 
 
-class Conflict(StoreError):
-    status = 409
+class NameTaken(StoreError):
+    pass
 
 
-class PreconditionFailed(StoreError):
-    status = 412
+class VersionMismatch(StoreError):
+    """``If-Match`` names a version of the file or entry that is not the current one."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a write left on disk: the file's new ETag and content, the revision it recorded
+    (None when the change left the file as it was) and, for item writes, the entry as
+    reads show it."""
+
+    etag: str
+    data: dict[str, Any]
+    revision: ConfigRevision | None
+    entry: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -117,7 +129,7 @@ def entries(holder: ConfigHolder, resource: Resource) -> dict[str, dict[str, Any
 def entry(holder: ConfigHolder, resource: Resource, key: str) -> dict[str, Any]:
     found = resource.entries(read_file(holder).data).get(key)
     if found is None:
-        raise NotFound(f"{resource.singular} '{key}' does not exist")
+        raise EntryNotFound(f"{resource.singular} '{key}' does not exist")
     return _masked(resource, found)
 
 
@@ -143,7 +155,7 @@ def masked_config_data(holder: ConfigHolder) -> tuple[dict[str, Any], str]:
 
 def create_item(
     holder: ConfigHolder, resource: Resource, body: dict[str, Any], author: str
-) -> dict[str, Any]:
+) -> Written:
     _check_storable(body)
     body = dict(body)
     key = body.pop(resource.key_field, None) if not resource.is_list else body.get("name")
@@ -154,15 +166,14 @@ def create_item(
         root = document.root
         for section in resource.namespace:
             if key in _section_keys(root, section):
-                raise Conflict(f"the name '{key}' is already taken in {section}")
+                raise NameTaken(f"the name '{key}' is already taken in {section}")
         _ensure_section(root, resource)
         container = root[resource.section]
         append_entry(
             container, len(container) if resource.is_list else key, body, root, resource.section
         )
 
-    _write(holder, author, edit)
-    return entry(holder, resource, key)
+    return _with_entry(_write(holder, author, edit), resource, key)
 
 
 def replace_item(
@@ -172,12 +183,12 @@ def replace_item(
     body: dict[str, Any],
     author: str,
     if_match: str | None = None,
-) -> dict[str, Any]:
+) -> Written:
     _check_storable(body)
     body = dict(body)
     sent_key = body.get(resource.key_field)
     if sent_key is not None and sent_key != key:
-        raise BadRequest(
+        raise InvalidChange(
             f"the body's {resource.key_field} '{sent_key}' differs from the URL's '{key}' "
             "(renaming is not supported: create the new one, then delete the old one)"
         )
@@ -195,18 +206,17 @@ def replace_item(
             target["api_key"] = masking.keep_secret(target["api_key"], current.get("api_key"))
         replace_entry(container, position, target)
 
-    _write(holder, author, edit)
-    return entry(holder, resource, key)
+    return _with_entry(_write(holder, author, edit), resource, key)
 
 
 def delete_item(
     holder: ConfigHolder, resource: Resource, key: str, author: str, if_match: str | None = None
-) -> None:
+) -> Written:
     def edit(document: Document) -> None:
         container, position, _ = _locate(document.root, resource, key, if_match)
         remove_entry(container, position, document.root, resource.section)
 
-    _write(holder, author, edit)
+    return _write(holder, author, edit)
 
 
 def replace_config(
@@ -216,11 +226,8 @@ def replace_config(
     text: str | None = None,
     data: dict[str, Any] | None = None,
     if_match: str | None = None,
-) -> str:
-    """Replace the whole file by YAML ``text`` (kept as sent) or by ``data`` (merged into it).
-
-    Returns the new ETag.
-    """
+) -> Written:
+    """Replace the whole file by YAML ``text`` (kept as sent) or by ``data`` (merged into it)."""
 
     _check_storable(data)
 
@@ -243,10 +250,10 @@ def replace_config(
     return _write_text(holder, author, replacement, if_match)
 
 
-def restore_revision(holder: ConfigHolder, revision_id: int, author: str) -> str:
+def restore_revision(holder: ConfigHolder, revision_id: int, author: str) -> Written:
     revision = ConfigRevision.objects.filter(pk=revision_id).first()
     if revision is None:
-        raise NotFound(f"revision {revision_id} does not exist")
+        raise EntryNotFound(f"revision {revision_id} does not exist")
     return _write_text(
         holder, f"{author} (restored revision {revision_id})", lambda _: revision.text, None
     )
@@ -269,7 +276,7 @@ def _check_storable(value: Any, path: str = "") -> None:
         for index, item in enumerate(value):
             _check_storable(item, f"{path}[{index}]")
     elif isinstance(value, str) and (found := _UNSTORABLE.search(value)):
-        raise BadRequest(
+        raise InvalidChange(
             f"{path or '(body)'}: U+{ord(found.group()):04X} cannot be stored in a YAML file"
         )
 
@@ -277,7 +284,7 @@ def _check_storable(value: Any, path: str = "") -> None:
 # ---- the pipeline -----------------------------------------------------------------------
 
 
-def _write(holder: ConfigHolder, author: str, edit: Callable[[Document], None]) -> str:
+def _write(holder: ConfigHolder, author: str, edit: Callable[[Document], None]) -> Written:
     def apply(raw: bytes) -> str:
         document = _document(_file_text(raw))
         edit(document)
@@ -288,32 +295,39 @@ def _write(holder: ConfigHolder, author: str, edit: Callable[[Document], None]) 
 
 def _write_text(
     holder: ConfigHolder, author: str, change: Callable[[bytes], str], if_match: str | None
-) -> str:
+) -> Written:
     """Write what ``change`` makes of the bytes on disk, through the whole pipeline."""
     path = holder.path
     with revisions.file_lock(path):
         raw = _read_bytes(path)
         if if_match is not None and if_match.strip() != "*" and if_match.strip() != file_etag(raw):
-            raise PreconditionFailed(
+            raise VersionMismatch(
                 "the config file changed since you read it (If-Match does not match its ETag); "
                 "read it again and re-apply your change"
             )
         try:
             text = change(raw)
         except NotRepresentable as error:
-            raise BadRequest(str(error)) from error
+            raise InvalidChange(str(error)) from error
         try:
             encoded = text.encode("utf-8")
         except UnicodeEncodeError as error:
-            raise BadRequest(f"the body contains text that cannot be stored: {error}") from error
-        load_config_text(text)  # raises ConfigError: nothing has been written
+            raise InvalidChange(f"the body contains text that cannot be stored: {error}") from error
+        data = parse_yaml(text)
+        load_config_data(data)  # raises ConfigError: nothing has been written
+        revision = None
         if encoded != raw:
-            _replace_file(path, encoded, lambda: revisions.record(text, author))
+            revision = _replace_file(path, encoded, lambda: revisions.record(text, author))
     holder.reload()
-    return file_etag(encoded)
+    return Written(etag=file_etag(encoded), data=data, revision=revision)
 
 
-def _replace_file(path: Path, data: bytes, record: Callable[[], object]) -> None:
+def _with_entry(written: Written, resource: Resource, key: str) -> Written:
+    """``written`` with the entry ``key`` as reads show it."""
+    return replace(written, entry=_masked(resource, resource.entries(written.data)[key]))
+
+
+def _replace_file(path: Path, data: bytes, record: Callable[[], ConfigRevision]) -> ConfigRevision:
     """Temp file in the same folder, fsync, rename; the revision commits only if the rename did."""
     mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
     descriptor, temporary = tempfile.mkstemp(
@@ -326,7 +340,7 @@ def _replace_file(path: Path, data: bytes, record: Callable[[], object]) -> None
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
         with transaction.atomic():
-            record()
+            revision = record()
             os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -337,6 +351,7 @@ def _replace_file(path: Path, data: bytes, record: Callable[[], object]) -> None
         os.fsync(directory)
     finally:
         os.close(directory)
+    return revision
 
 
 def _document(text: str) -> Document:
@@ -429,13 +444,13 @@ def _locate(
     elif not resource.is_list and isinstance(container, dict) and key in container:
         position = key
     if position is None:
-        raise NotFound(f"{resource.singular} '{key}' does not exist")
+        raise EntryNotFound(f"{resource.singular} '{key}' does not exist")
     current = container[position]
     if if_match is not None and if_match.strip() not in (
         "*",
         entry_etag(_masked(resource, current)),
     ):
-        raise PreconditionFailed(
+        raise VersionMismatch(
             f"{resource.singular} '{key}' changed since you read it (If-Match does not match); "
             "read it again and re-apply your change"
         )

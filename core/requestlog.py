@@ -1,8 +1,9 @@
-"""One structured log line per request: the fields the pipeline fills in as it goes."""
+"""One structured log line per request: the fields the request code fills in as it goes."""
 
-import json
 import logging
 from dataclasses import asdict, dataclass
+
+from core.logformat import log_event
 
 logger = logging.getLogger("gateway.requests")
 
@@ -14,6 +15,7 @@ class RequestLog:
     path: str
     user: str = ""
     agent: str = ""
+    experiment: str = ""
     variant: str = ""
     provider: str = ""
     tokens: int = 0
@@ -22,4 +24,4 @@ class RequestLog:
     latency_ms: float = 0.0
 
     def emit(self) -> None:
-        logger.info(json.dumps({"event": "request", **asdict(self)}))
+        log_event(logger, "request", **asdict(self))

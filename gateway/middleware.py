@@ -1,4 +1,9 @@
-"""Request id and the one log line per request (written when a stream ends, for streams)."""
+"""The request context: every request carries the process runtime and its log line.
+
+Request code of both apps reads what it needs from the request (``request.runtime``,
+``request.log``), typed by each app's own request class (``inference.context``,
+``adminui.context``), so no app imports this top-level package.
+"""
 
 import time
 import uuid
@@ -6,16 +11,18 @@ from collections.abc import AsyncIterator
 
 from django.http import HttpRequest, HttpResponseBase
 
-from gateway.asyncmiddleware import AsyncMiddleware
-from gateway.requestlog import RequestLog
+from core.asyncmiddleware import AsyncMiddleware
+from core.requestlog import RequestLog
+from gateway import runtime
 
 
-class RequestLogMiddleware(AsyncMiddleware):
+class RequestContextMiddleware(AsyncMiddleware):
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
         started = time.perf_counter()
         request_id = request.headers.get("X-Request-ID") or uuid.uuid4().hex
         log = RequestLog(request_id=request_id, method=request.method or "", path=request.path)
-        request.gateway_log = log  # type: ignore[attr-defined]
+        request.runtime = runtime.current()  # type: ignore[attr-defined]
+        request.log = log  # type: ignore[attr-defined]
         response = await self.get_response(request)
         response["X-Request-ID"] = request_id
         log.status = response.status_code

@@ -36,8 +36,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "gateway.middleware.RequestLogMiddleware",
+    "gateway.middleware.RequestContextMiddleware",
     "inference.middleware.OpenAIErrorMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -90,14 +91,17 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("GATEWAY_MAX_BODY_BYTES", 32 * 
 
 STATIC_URL = "static/"
 
+# Every line on stderr is one JSON object: the request lines, the gateway's own events,
+# and what Django and the server (daphne, twisted) log, tracebacks included.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(message)s"}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {"json": {"()": "core.logformat.JsonFormatter"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "root": {"handlers": ["stderr"], "level": "INFO"},
     "loggers": {
-        "gateway": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
-        "django.request": {"handlers": ["stderr"], "level": "ERROR", "propagate": False},
-        "httpx": {"handlers": ["stderr"], "level": "WARNING", "propagate": False},
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.request": {"level": "ERROR"},
+        "httpx": {"level": "WARNING"},
     },
 }

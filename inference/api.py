@@ -9,9 +9,9 @@ from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
 from agents.loader import format_path
-from gateway import runtime
 from inference import enforcement
 from inference.auth import check_proxy_auth
+from inference.context import InferenceRequest
 from inference.errors import ApiError, invalid_request
 from inference.pipeline import (
     billed_usage,
@@ -30,8 +30,8 @@ api = NinjaAPI(urls_namespace="v1", docs_url=None, openapi_url=None, title="Gate
 
 
 @api.get("/models")
-async def list_models(request: HttpRequest) -> HttpResponse:
-    holder = runtime.current().holder
+async def list_models(request: InferenceRequest) -> HttpResponse:
+    holder = request.runtime.holder
     config = config_or_503(holder.config, holder.problems)
     await check_proxy_auth(request.headers.get("Authorization"), config.auth)
     data = [
@@ -42,13 +42,13 @@ async def list_models(request: HttpRequest) -> HttpResponse:
 
 
 @api.post("/chat/completions")
-async def chat_completions(request: HttpRequest, payload: ChatCompletionIn) -> HttpResponse:
-    current = runtime.current()
-    config = config_or_503(current.holder.config, current.holder.problems)
+async def chat_completions(request: InferenceRequest, payload: ChatCompletionIn) -> HttpResponse:
+    holder = request.runtime.holder
+    config = config_or_503(holder.config, holder.problems)
     await check_proxy_auth(request.headers.get("Authorization"), config.auth)
-    log = request.gateway_log  # type: ignore[attr-defined]
+    log = request.log
     turn = await prepare_turn(payload, config, log)
-    provider = current.providers.provider(
+    provider = request.runtime.providers.provider(
         turn.agent.provider, config.providers[turn.agent.provider]
     )
     max_repairs = config.structured_output.max_repairs

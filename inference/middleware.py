@@ -2,7 +2,7 @@
 
 from django.http import HttpRequest, HttpResponseBase
 
-from gateway.asyncmiddleware import AsyncMiddleware
+from core.asyncmiddleware import AsyncMiddleware
 from inference.errors import ApiError
 
 _MESSAGES = {

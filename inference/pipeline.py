@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.schema import AgentConfig, Config, HistoryConfig
-from gateway.requestlog import RequestLog
+from core.requestlog import RequestLog
 from inference.budgets import check_budgets
 from inference.database import in_database
 from inference.errors import ApiError, invalid_request

@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from gateway.requestlog import RequestLog
+from core.requestlog import RequestLog
 from inference.errors import ApiError
 from inference.pipeline import Turn, billed_usage, record_turn, usage_body
 from inference.providers.base import ProviderError

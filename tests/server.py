@@ -1,4 +1,5 @@
-"""Start the real gateway (daphne, migrations applied) on a free port for end-to-end tests."""
+"""Start the real gateway on a free port for end-to-end tests, as an operator would:
+``manage.py serve`` (migrations, config check, then daphne)."""
 
 import os
 import socket
@@ -37,7 +38,8 @@ class GatewayServer:
         if config_text is not None:
             self.config_path.write_text(config_text)
         self.database_url = database_url or f"sqlite:///{workdir / 'gateway.sqlite3'}"
-        self.log_path = workdir / "daphne.log"
+        self.log_path = workdir / "gateway.log"  # stderr: the JSON log lines
+        self.stdout_path = workdir / "gateway.out"
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -55,26 +57,16 @@ class GatewayServer:
             "PYTHONPATH": str(PROJECT_DIR),
         }
 
-    def migrate(self) -> None:
-        subprocess.run(
-            [sys.executable, str(PROJECT_DIR / "manage.py"), "migrate", "-v0"],
-            cwd=self.workdir,
-            env=self.env,
-            check=True,
-        )
-
-    def start(self, migrate: bool = True) -> "GatewayServer":
-        if migrate:
-            self.migrate()
+    def start(self) -> "GatewayServer":
         self.port = free_port()
-        daphne = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
-        with self.log_path.open("ab") as log:
+        serve = [sys.executable, str(PROJECT_DIR / "manage.py"), "serve"]
+        with self.log_path.open("ab") as log, self.stdout_path.open("ab") as out:
             self._process = subprocess.Popen(
-                [*daphne, "gateway.asgi:application"],
+                [*serve, "--host", "127.0.0.1", "--port", str(self.port)],
                 cwd=self.workdir,
                 env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
+                stdout=out,
+                stderr=log,
             )
         self._wait_until_healthy()
         return self

@@ -120,6 +120,16 @@ def test_newcomer_creates_lists_edits_and_deletes_an_agent(
     expect(page.locator("article.revision").first).to_contain_text("- name: helper")
     shot(page, "revisions")
 
+    # Restore the version from before the delete: the agent comes back.
+    page.once("dialog", lambda dialog: dialog.accept())
+    with page.expect_navigation():  # answered 204 with HX-Redirect to the revisions
+        page.locator("article.revision").nth(1).get_by_role("button", name="Restore").click()
+    expect(page.locator("article.revision").first).to_contain_text("restored revision")
+    assert "helper" in model_ids(server)
+    shot(page, "revisions-restored")
+    deleted = httpx.delete(f"{server.url}/admin/agents/helper")
+    assert deleted.status_code == 204 and server.config_path.read_text() == CONFIG
+
 
 def test_judge_form_with_broken_yaml_shows_the_error_inline(
     page: Page, server: GatewayServer

@@ -30,7 +30,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayS
     database_url = f"sqlite:///{shared / 'gateway.sqlite3'}"
     first = GatewayServer(tmp_path_factory.mktemp("one"), CONFIG, database_url, config_path)
     second = GatewayServer(tmp_path_factory.mktemp("two"), None, database_url, config_path)
-    started = (first.start(), second.start(migrate=False))
+    started = (first.start(), second.start())
     yield started
     for server in started:
         server.stop()

@@ -2,6 +2,7 @@
 client disconnects, two processes sharing one database, and PostgreSQL."""
 
 import base64
+import json
 import sqlite3
 import time
 import uuid
@@ -86,7 +87,9 @@ def test_hand_edits_reload_live_and_broken_edits_are_logged_and_ignored(
     wait_for(lambda: model_ids(own_gateway) == ["fourth"], "the edit after the bad bytes")
 
 
-def test_each_request_writes_one_structured_log_line(own_gateway: GatewayServer) -> None:
+def test_each_request_writes_one_json_log_line_and_nothing_else_does(
+    own_gateway: GatewayServer,
+) -> None:
     request_id = uuid.uuid4().hex
     httpx.post(
         f"{own_gateway.url}/v1/chat/completions",
@@ -97,17 +100,24 @@ def test_each_request_writes_one_structured_log_line(own_gateway: GatewayServer)
         },
         headers={"X-Request-ID": request_id},
     )
-    wait_for(lambda: request_id in own_gateway.log(), "the request's log line")
-    line = next(line for line in own_gateway.log().splitlines() if request_id in line)
-    for field in (
-        '"user": "log-user"',
-        '"agent": "first"',
-        '"provider": "openai"',
-        '"status": 200',
-        '"tokens": 18',
-    ):
-        assert field in line
-    assert '"latency_ms"' in line and '"variant"' in line
+    httpx.get(f"{own_gateway.url}/admin/", headers={"X-Request-ID": f"{request_id}-admin"})
+    wait_for(lambda: f"{request_id}-admin" in own_gateway.log(), "the admin request's line")
+
+    lines = [json.loads(line) for line in own_gateway.log().splitlines()]  # all JSON
+    requests = [line for line in lines if line["event"] == "request"]
+    (chat,) = [line for line in requests if line["request_id"] == request_id]
+    assert {key: chat[key] for key in ("user", "agent", "provider", "status", "tokens")} == {
+        "user": "log-user",
+        "agent": "first",
+        "provider": "openai",
+        "status": 200,
+        "tokens": 18,
+    }
+    assert {"latency_ms", "variant", "experiment", "time", "level"} <= chat.keys()
+    assert [line["request_id"] for line in requests].count(f"{request_id}-admin") == 1
+    assert any(line["event"] == "config_loaded" for line in lines)
+    served = own_gateway.stdout_path.read_text().splitlines()
+    assert served == [f"Serving on http://127.0.0.1:{own_gateway.port}  (admin: /admin, API: /v1)"]
 
 
 def stored_messages(server: GatewayServer, user: str) -> list[tuple[str, str]]:
@@ -145,7 +155,7 @@ def test_two_processes_share_budgets_and_history(
     tmp_path: Path, openai_fake: OpenAIUpstream
 ) -> None:
     first = GatewayServer(tmp_path, config_text(openai_fake, "first")).start()
-    second = GatewayServer(tmp_path, config_text(openai_fake, "first")).start(migrate=False)
+    second = GatewayServer(tmp_path, config_text(openai_fake, "first")).start()
     try:
         shared_database_journey(first, second, openai_fake)
     finally:
@@ -204,7 +214,7 @@ def test_two_processes_on_postgresql(
 ) -> None:
     text = config_text(openai_fake, "first")
     first = GatewayServer(tmp_path, text, database_url=postgres_url).start()
-    second = GatewayServer(tmp_path, text, database_url=postgres_url).start(migrate=False)
+    second = GatewayServer(tmp_path, text, database_url=postgres_url).start()
     try:
         assert httpx.get(f"{first.url}/readyz").json()["database"] == "ok"
         shared_database_journey(first, second, openai_fake)

@@ -1,5 +1,7 @@
 """The operator commands, run as a person would: ``manage.py`` in a subprocess."""
 
+import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -9,27 +11,40 @@ from django.contrib.auth.hashers import check_password
 from tests.server import PROJECT_DIR
 
 
-def manage(*arguments: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def manage(
+    *arguments: str,
+    stdin: str = "",
+    env: dict[str, str] | None = None,
+    unset: tuple[str, ...] = (),
+) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k not in unset} | (env or {})
     return subprocess.run(
         [sys.executable, str(PROJECT_DIR / "manage.py"), *arguments],
         input=stdin,
         capture_output=True,
         text=True,
         check=False,
+        env=environment,
+        timeout=60,
     )
 
 
-def test_check_config_prints_every_problem_and_exits_1(tmp_path: Path) -> None:
+def test_check_config_prints_every_problem_of_every_stage_and_exits_1(tmp_path: Path) -> None:
     config = tmp_path / "broken.yaml"
     config.write_text(
         "default_user_id: ''\n"
-        "providers: {openai: {api_key: x}}\n"
-        "agents: [{name: a, provider: groq, model: m}]\n"
+        "providers: {openai: {api_key: '${GW_UNSET_VARIABLE}'}}\n"
+        "agents: [{name: a, provider: groq, model: m}, {name: b, provider: openai}]\n"
     )
     result = manage("check_config", str(config))
     assert result.returncode == 1
-    assert "default_user_id: must not be blank" in result.stderr
-    assert "agents[0].provider: provider 'groq' is not configured" in result.stderr
+    assert result.stderr.splitlines() == [
+        "providers.openai.api_key: environment variable GW_UNSET_VARIABLE is not set",
+        "agents[1].model: field required",
+        "default_user_id: must not be blank (remove it to require safety_identifier)",
+        "agents[0].provider: provider 'groq' is not configured",
+        f"CommandError: {config}: 4 problems",
+    ]
 
 
 def test_check_config_accepts_a_valid_file(tmp_path: Path) -> None:
@@ -39,7 +54,7 @@ def test_check_config_accepts_a_valid_file(tmp_path: Path) -> None:
     )
     result = manage("check_config", str(config))
     assert result.returncode == 0
-    assert "OK (1 agents" in result.stdout
+    assert result.stdout == f"{config}: OK (1 agent, 0 experiments, 0 judges; providers: openai)\n"
 
 
 def test_hash_password_prints_a_django_hash_of_the_password() -> None:
@@ -49,3 +64,34 @@ def test_hash_password_prints_a_django_hash_of_the_password() -> None:
     assert hashed.startswith("pbkdf2_sha256$")
     assert check_password("s3cret", hashed)
     assert not check_password("other", hashed)
+
+
+def test_serve_refuses_a_busy_port_before_announcing_anything(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "providers: {openai: {api_key: x}}\nagents: [{name: a, provider: openai, model: m}]\n"
+    )
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = manage(
+            "serve", "--host", "127.0.0.1", "--port", str(port),
+            env={"GATEWAY_CONFIG": str(config), "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"},
+        )  # fmt: skip
+    assert result.returncode == 1
+    assert "Serving on" not in result.stdout
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
+
+
+def test_serve_names_the_unset_variable_and_starts_nothing(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text((PROJECT_DIR / "examples" / "gateway.example.yaml").read_text())
+    environment = {"GATEWAY_CONFIG": str(config), "DATABASE_URL": f"sqlite:///{tmp_path / 'db'}"}
+    result = manage("serve", "--port", "0", env=environment, unset=("OPENAI_API_KEY",))
+    assert result.returncode == 1
+    assert "Serving on" not in result.stdout
+    assert (
+        "providers.openai.api_key: environment variable OPENAI_API_KEY is not set" in result.stderr
+    )
+    assert "OPENAI_API_KEY=sk-... scripts/serve" in result.stderr

@@ -1,28 +1,75 @@
-"""``python manage.py serve``: apply migrations, check the config, then run daphne.
+"""``python manage.py serve``: migrate, check the config, bind the port, then run daphne.
 
-The production entry point: ``daphne -b 0.0.0.0 -p 8421 gateway.asgi:application``
-after ``migrate``, in one command.
+The production entry point. The port is bound here, before anything is announced, so a
+busy port is a clear error rather than a line saying the gateway serves; daphne then
+adopts the bound socket (``--fd``). Its access log is off: the gateway writes one JSON
+line per request itself.
 """
 
 import os
+import socket
 import sys
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from agents.loader import ConfigError, load_config_text
 
 
 class Command(BaseCommand):
-    help = "Migrate the database and serve the gateway with daphne."
+    help = "Migrate the database, check the config and serve the gateway with daphne."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--host", default="0.0.0.0")
-        parser.add_argument("--port", default="8421")
+        parser.add_argument("--host", default="0.0.0.0", help="IPv4 address to listen on")
+        parser.add_argument("--port", type=int, default=8421)
 
-    def handle(self, *args: object, host: str, port: str, **options: object) -> None:
+    def handle(self, *args: object, host: str, port: int, **options: object) -> None:
         call_command("migrate", interactive=False, verbosity=0)
-        call_command("check_config", str(settings.GATEWAY_CONFIG))
+        self._check_config()
+        listener = bind(host, port)
         self.stdout.write(f"Serving on http://{host}:{port}  (admin: /admin, API: /v1)")
         self.stdout.flush()
-        daphne = [sys.executable, "-m", "daphne", "-b", host, "-p", port]
+        daphne = [sys.executable, "-m", "daphne", "--fd", str(listener.fileno()), "-v", "0"]
+        # The project must be importable whatever directory the gateway was started from.
+        paths = [str(settings.BASE_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]
+        os.environ["PYTHONPATH"] = os.pathsep.join(paths)
         os.execv(sys.executable, [*daphne, "gateway.asgi:application"])
+
+    def _check_config(self) -> None:
+        path = settings.GATEWAY_CONFIG
+        try:
+            load_config_text(path.read_text(encoding="utf-8"))
+        except OSError as error:
+            raise CommandError(f"cannot read the config file {path}: {error.strerror}") from error
+        except ConfigError as error:
+            for problem in error.problems:
+                self.stderr.write(f"{path}: {problem}")
+            hint = ""
+            if any("environment variable" in problem for problem in error.problems):
+                hint = (
+                    " Set the environment variables it names (e.g. "
+                    "OPENAI_API_KEY=sk-... scripts/serve) or edit the file."
+                )
+            raise CommandError(
+                f"the config file is not valid, nothing was started.{hint}"
+            ) from error
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket that child processes inherit, or a clear error."""
+    if ":" in host:
+        raise CommandError("--host takes an IPv4 address (e.g. 0.0.0.0 or 127.0.0.1)")
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as error:
+        listener.close()
+        raise CommandError(
+            f"cannot listen on {host}:{port}: {error.strerror} (is another gateway or "
+            "program using the port? stop it or choose another with --port)"
+        ) from error
+    listener.listen(1024)
+    listener.set_inheritable(True)
+    return listener

@@ -1,0 +1,21 @@
+"""What admin request code borrows from the process, as the request carries it."""
+
+from typing import Protocol
+
+from django.http import HttpRequest
+from django_htmx.middleware import HtmxDetails
+
+from agents.snapshot import ConfigHolder
+from core.requestlog import RequestLog
+
+
+class AdminRuntime(Protocol):
+    holder: ConfigHolder
+
+
+class AdminRequest(HttpRequest):
+    """A request as the context and htmx middleware hand it to the admin's code."""
+
+    runtime: AdminRuntime
+    log: RequestLog
+    htmx: HtmxDetails

@@ -1,0 +1,37 @@
+"""Every log line the process writes is one JSON object (requests, config reloads, the
+server's own messages and tracebacks alike), so log shippers never meet a stray line."""
+
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+
+class JsonFormatter(logging.Formatter):
+    """``{"time", "level", "logger", "event", "message", ...}`` on one line.
+
+    Records logged with ``log_event`` carry their fields in ``record.fields``; any other
+    record is an ``event: "log"`` with its formatted message (and traceback, if any).
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            line.update(fields)
+        else:
+            line["event"] = "log"
+            line["message"] = record.getMessage()
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:
+    """Log one structured event (``fields`` become keys of the JSON line)."""
+    if logger.isEnabledFor(level):
+        logger.log(level, event, extra={"fields": {"event": event, **fields}})

@@ -1,0 +1,50 @@
+"""The admin's guard and error middleware on hand-made requests (no server)."""
+
+import json
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.http import HttpRequest, HttpResponseBase, HttpResponseServerError
+from django.test import RequestFactory
+from django_htmx.middleware import HtmxMiddleware
+
+from adminui.errors import AdminErrorMiddleware
+from adminui.guard import is_loopback, is_loopback_host
+
+
+def test_non_loopback_address_is_not_loopback() -> None:
+    factory = RequestFactory()
+
+    assert is_loopback(factory.get("/admin/", REMOTE_ADDR="127.0.0.1"))
+    assert is_loopback(factory.get("/admin/", REMOTE_ADDR="::1"))
+    assert not is_loopback(factory.get("/admin/", REMOTE_ADDR="10.1.2.3"))
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        ("localhost", True),
+        ("LOCALHOST:8421", True),
+        ("127.0.0.1:8421", True),
+        ("[::1]:8421", True),
+        ("localhost.attacker.example", False),
+        ("127.0.0.1.nip.io", False),
+        ("[::2]", False),
+        ("", False),
+    ],
+)
+def test_only_loopback_host_names_count_as_loopback_hosts(host: str, allowed: bool) -> None:
+    request = RequestFactory().get("/admin/", HTTP_HOST=host, REMOTE_ADDR="127.0.0.1")
+
+    assert is_loopback_host(request) is allowed
+
+
+def test_django_server_error_on_admin_is_rendered_as_an_error_object() -> None:
+    async def crashed(request: HttpRequest) -> HttpResponseBase:
+        return HttpResponseServerError("<h1>Server Error (500)</h1>")
+
+    request = RequestFactory().get("/admin/agents", HTTP_ACCEPT="application/json")
+    response = async_to_sync(HtmxMiddleware(AdminErrorMiddleware(crashed)))(request)
+
+    assert response.status_code == 500
+    assert json.loads(response.content)["error"]["code"] == "internal"
