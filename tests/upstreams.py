@@ -1,5 +1,6 @@
 """The session's wire-format fakes, and reading what a fake received whatever its format."""
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,3 +96,57 @@ def shared_config(upstreams: dict[str, FakeUpstream]) -> str:
         "    variants: [{agent: openai-agent}]",
     ]
     return "\n".join(lines) + "\n"
+
+
+def sent_tool_calls_and_results(
+    kind: str, body: dict[str, Any]
+) -> tuple[list[tuple[str, str, Any, str | None]], list[tuple[str, str]]]:
+    """(id, name, arguments, signature) of the calls and (id, text) of the results sent."""
+    if kind == "anthropic":
+        blocks = [block for message in body["messages"] for block in message["content"]]
+        calls = [
+            (block["id"], block["name"], block["input"], None)
+            for block in blocks
+            if block["type"] == "tool_use"
+        ]
+        results = [
+            (block["tool_use_id"], block["content"])
+            for block in blocks
+            if block["type"] == "tool_result"
+        ]
+        return calls, results
+    if kind == "gemini":
+        parts = [part for content in body["contents"] for part in content["parts"]]
+        calls = [
+            (
+                part["functionCall"]["id"],
+                part["functionCall"]["name"],
+                part["functionCall"]["args"],
+                part.get("thoughtSignature"),
+            )
+            for part in parts
+            if "functionCall" in part
+        ]
+        results = [
+            (part["functionResponse"]["id"], _gemini_result(part["functionResponse"]["response"]))
+            for part in parts
+            if "functionResponse" in part
+        ]
+        return calls, results
+    messages = body["messages"]
+    calls = [
+        (call["id"], call["function"]["name"], json.loads(call["function"]["arguments"]), None)
+        for message in messages
+        for call in message.get("tool_calls") or []
+    ]
+    results = [
+        (message["tool_call_id"], message["content"])
+        for message in messages
+        if message["role"] == "tool"
+    ]
+    return calls, results
+
+
+def _gemini_result(response: dict[str, Any]) -> str:
+    """The text a Gemini function response carries (objects are sent as they are)."""
+    return response["result"] if set(response) == {"result"} else json.dumps(response)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inference.providers.base import Provider, ProviderError, arguments_object, upstream_message
+from inference.providers.toolnames import LETTERS_DIGITS_DASHES
 from inference.providers.types import (
     ChatRequest,
     ChatResponse,
@@ -23,6 +24,7 @@ from inference.providers.types import (
     TextDelta,
     ToolCall,
     ToolCallDelta,
+    ToolChoice,
     Usage,
     UsageReport,
 )
@@ -45,6 +47,7 @@ _STOP_REASONS: dict[str, FinishReason] = {
 
 class AnthropicProvider(Provider):
     default_base_urls = {"anthropic": "https://api.anthropic.com"}
+    tool_names = LETTERS_DIGITS_DASHES
 
     @property
     def url(self) -> str:
@@ -117,6 +120,8 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
         {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
         for tool in request.tools
     ]
+    if tools and (request.tool_choice is not None or request.parallel_tool_calls is False):
+        body["tool_choice"] = _encode_tool_choice(request.tool_choice, request.parallel_tool_calls)
     schema = _response_tool_schema(request)
     if schema is not None:
         tools.append(
@@ -132,6 +137,20 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
     if stream:
         body["stream"] = True
     return body
+
+
+_CHOICE_TYPES = {"auto": "auto", "required": "any", "none": "none"}
+
+
+def _encode_tool_choice(choice: ToolChoice | None, parallel: bool | None) -> dict[str, Any]:
+    choice = choice or ToolChoice()
+    if choice.name is not None:
+        encoded: dict[str, Any] = {"type": "tool", "name": choice.name}
+    else:
+        encoded = {"type": _CHOICE_TYPES[choice.mode]}
+    if parallel is False and encoded["type"] != "none":
+        encoded["disable_parallel_tool_use"] = True
+    return encoded
 
 
 def encode_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
 from agents.schema import ProviderConfig
+from inference.providers.toolnames import ToolNameRule
 from inference.providers.types import ChatRequest, ChatResponse, Finish, StreamEvent, Usage
 
 
@@ -45,6 +46,7 @@ class Provider:
     """One wire format. Subclasses implement ``complete_once`` and ``stream_events``."""
 
     default_base_urls: dict[str, str] = {}
+    tool_names: ToolNameRule
 
     def __init__(self, kind: str, client: httpx.AsyncClient, settings: ProviderConfig) -> None:
         self.kind = kind

@@ -8,6 +8,7 @@ import httpx
 
 from inference.providers.base import Provider, ProviderError, upstream_message
 from inference.providers.openai_format import encode_tool_calls, encode_tools
+from inference.providers.toolnames import COHERE_NAMES
 from inference.providers.types import (
     ChatRequest,
     ChatResponse,
@@ -19,6 +20,8 @@ from inference.providers.types import (
     TextDelta,
     ToolCall,
     ToolCallDelta,
+    ToolChoice,
+    ToolSpec,
     Usage,
     UsageReport,
 )
@@ -37,6 +40,7 @@ _INVALID_TOKEN = 498
 
 class CohereProvider(Provider):
     default_base_urls = {"cohere": "https://api.cohere.com"}
+    tool_names = COHERE_NAMES
 
     @property
     def url(self) -> str:
@@ -113,12 +117,26 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
     if sampling.stop:
         body["stop_sequences"] = list(sampling.stop)
     if request.tools:
-        body["tools"] = encode_tools(request.tools)
+        body.update(_encode_tools(request.tools, request.tool_choice))
     if request.response_format is not None:
         response_format = encode_response_format(request.response_format)
         if response_format is not None:
             body["response_format"] = response_format
     return body
+
+
+def _encode_tools(tools: tuple[ToolSpec, ...], choice: ToolChoice | None) -> dict[str, Any]:
+    """Cohere cannot force one named tool: it gets only that tool, which is REQUIRED.
+    It has no control of parallel calls."""
+    if choice is not None and choice.name is not None:
+        return {
+            "tools": encode_tools(tuple(tool for tool in tools if tool.name == choice.name)),
+            "tool_choice": "REQUIRED",
+        }
+    encoded: dict[str, Any] = {"tools": encode_tools(tools)}
+    if choice is not None and choice.mode != "auto":
+        encoded["tool_choice"] = choice.mode.upper()
+    return encoded
 
 
 def encode_response_format(response_format: ResponseFormat) -> dict[str, Any] | None:

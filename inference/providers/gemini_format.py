@@ -17,6 +17,7 @@ from inference.providers.base import (
     upstream_message,
 )
 from inference.providers.gemini_schema import to_gemini_schema
+from inference.providers.toolnames import GEMINI_NAMES
 from inference.providers.types import (
     ChatRequest,
     ChatResponse,
@@ -28,6 +29,7 @@ from inference.providers.types import (
     TextDelta,
     ToolCall,
     ToolCallDelta,
+    ToolChoice,
     Usage,
     UsageReport,
 )
@@ -49,6 +51,7 @@ _AUTH_STATUSES = {"UNAUTHENTICATED", "PERMISSION_DENIED"}
 
 class GeminiProvider(Provider):
     default_base_urls = {"gemini": "https://generativelanguage.googleapis.com"}
+    tool_names = GEMINI_NAMES
 
     def model_url(self, model: str, method: str) -> str:
         return f"{self.base_url}/v1beta/models/{model.removeprefix('models/')}:{method}"
@@ -107,10 +110,22 @@ def encode_request(request: ChatRequest) -> dict[str, Any]:
             for tool in request.tools
         ]
         body["tools"] = [{"functionDeclarations": declarations}]
+        if request.tool_choice is not None:
+            body["toolConfig"] = {"functionCallingConfig": _calling_config(request.tool_choice)}
     config = _generation_config(request)
     if config:
         body["generationConfig"] = config
     return body
+
+
+_CALLING_MODES = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
+
+
+def _calling_config(choice: ToolChoice) -> dict[str, Any]:
+    """Gemini has no control of parallel calls; a named tool is ANY of that one."""
+    if choice.name is not None:
+        return {"mode": "ANY", "allowedFunctionNames": [choice.name]}
+    return {"mode": _CALLING_MODES[choice.mode]}
 
 
 def encode_contents(messages: tuple[Message, ...]) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from inference.providers.base import Provider, ProviderError, upstream_message
+from inference.providers.toolnames import LETTERS_DIGITS_DASHES
 from inference.providers.types import (
     ChatRequest,
     ChatResponse,
@@ -15,6 +16,7 @@ from inference.providers.types import (
     TextDelta,
     ToolCall,
     ToolCallDelta,
+    ToolChoice,
     ToolSpec,
     Usage,
     UsageReport,
@@ -37,6 +39,7 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 
 class OpenAIFormatProvider(Provider):
     default_base_urls = DEFAULT_BASE_URLS
+    tool_names = LETTERS_DIGITS_DASHES
 
     @property
     def url(self) -> str:
@@ -94,6 +97,10 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
         body["stop"] = list(sampling.stop)
     if request.tools:
         body["tools"] = encode_tools(request.tools)
+        if request.tool_choice is not None:
+            body["tool_choice"] = _encode_tool_choice(request.tool_choice)
+        if request.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = request.parallel_tool_calls
     if request.response_format is not None:
         response_format = encode_response_format(request.response_format)
         if response_format is not None:
@@ -117,6 +124,12 @@ def encode_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
         }
         for tool in tools
     ]
+
+
+def _encode_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
+    if choice.name is not None:
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice.mode
 
 
 def encode_tool_calls(calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:

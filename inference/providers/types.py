@@ -38,6 +38,14 @@ class ToolSpec:
 
 
 @dataclass(frozen=True)
+class ToolChoice:
+    """Whether the model may, must or must not call tools; ``name``: this tool only."""
+
+    mode: Literal["auto", "none", "required"] = "auto"
+    name: str | None = None
+
+
+@dataclass(frozen=True)
 class ResponseFormat:
     kind: Literal["json_object", "json_schema"]
     schema: dict[str, Any] | None = None
@@ -68,6 +76,8 @@ class ChatRequest:
     messages: tuple[Message, ...]
     sampling: Sampling = Sampling()
     tools: tuple[ToolSpec, ...] = ()
+    tool_choice: ToolChoice | None = None  # None: the provider's default (auto)
+    parallel_tool_calls: bool | None = None  # None: the provider's default
     response_format: ResponseFormat | None = None
 
 

@@ -7,11 +7,13 @@ stream reply with an ``error_body`` and status 200 fails after its content with 
 """
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from tests.fakes.base import FakeUpstream, Recorded, Reply, sse
 
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -49,11 +51,11 @@ class AnthropicUpstream(FakeUpstream):
         content: list[dict[str, Any]] = []
         forced = _forced_input(reply, recorded)
         if forced is not None:
-            content.append(_tool_use(0, _forced_tool(recorded), forced))
+            content.append(_tool_use(recorded, 0, _forced_tool(recorded), forced))
         elif reply.text:
             content.append({"type": "text", "text": reply.text})
         content.extend(
-            _tool_use(index, name, arguments)
+            _tool_use(recorded, index, name, arguments)
             for index, (name, arguments) in enumerate(reply.tool_calls, start=len(content))
         )
         return {
@@ -86,12 +88,12 @@ class AnthropicUpstream(FakeUpstream):
         blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
         forced = _forced_input(reply, recorded)
         if forced is not None:
-            blocks.append(_streamed_tool_use(0, _forced_tool(recorded), forced))
+            blocks.append(_streamed_tool_use(recorded, 0, _forced_tool(recorded), forced))
         elif reply.chunks:
             deltas = [{"type": "text_delta", "text": text} for text in reply.chunks]
             blocks.append(({"type": "text", "text": ""}, deltas))
         for name, arguments in reply.tool_calls:
-            blocks.append(_streamed_tool_use(len(blocks), name, arguments))
+            blocks.append(_streamed_tool_use(recorded, len(blocks), name, arguments))
         for index, (start, deltas) in enumerate(blocks):
             yield _event("content_block_start", {"index": index, "content_block": start})
             for delta in deltas:
@@ -129,6 +131,41 @@ def _rejection(recorded: Recorded) -> Reply | None:
     roles = {message.get("role") for message in body["messages"]}
     if roles - {"user", "assistant"}:
         return Reply.of_error(400, "messages: roles must be 'user' or 'assistant'")
+    for index, tool in enumerate(body.get("tools") or []):
+        if not TOOL_NAME.fullmatch(str(tool.get("name", ""))):
+            return Reply.of_error(
+                400, f"tools.{index}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
+            )
+    return _unpaired_tool_results(body["messages"])
+
+
+def _unpaired_tool_results(messages: list[dict[str, Any]]) -> Reply | None:
+    """Each tool_use is answered by a tool_result in the next (user) message, and each
+    tool_result answers a tool_use of the message before it."""
+    for position, message in enumerate(messages):
+        blocks = message.get("content") if isinstance(message.get("content"), list) else []
+        results = {
+            block.get("tool_use_id") for block in blocks if block.get("type") == "tool_result"
+        }
+        before = messages[position - 1].get("content") if position else []
+        uses = {
+            block.get("id")
+            for block in (before if isinstance(before, list) else [])
+            if block.get("type") == "tool_use"
+        }
+        if results - uses:
+            return Reply.of_error(
+                400,
+                f"messages.{position}.content: unexpected `tool_use_id` found in `tool_result` "
+                "blocks. Each `tool_result` block must have a corresponding `tool_use` block "
+                "in the previous message.",
+            )
+        if uses - results:
+            return Reply.of_error(
+                400,
+                f"messages.{position}: `tool_use` ids were found without `tool_result` blocks "
+                "immediately after",
+            )
     return None
 
 
@@ -155,12 +192,19 @@ def _forced_input(reply: Reply, recorded: Recorded) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _tool_use(index: int, name: str | None, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "tool_use", "id": f"toolu_{index}", "name": name, "input": arguments}
+def _tool_use(
+    recorded: Recorded, index: int, name: str | None, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "type": "tool_use",
+        "id": recorded.call_id("toolu", index),
+        "name": name,
+        "input": arguments,
+    }
 
 
 def _streamed_tool_use(
-    index: int, name: str | None, arguments: dict[str, Any]
+    recorded: Recorded, index: int, name: str | None, arguments: dict[str, Any]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     text = json.dumps(arguments)
     middle = len(text) // 2
@@ -168,7 +212,7 @@ def _streamed_tool_use(
         {"type": "input_json_delta", "partial_json": part}
         for part in (text[:middle], text[middle:])
     ]
-    return _tool_use(index, name, {}), deltas
+    return _tool_use(recorded, index, name, {}), deltas
 
 
 def _stop_reason(reply: Reply, forced: bool) -> str:

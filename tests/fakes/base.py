@@ -68,6 +68,11 @@ class Recorded:
     headers: dict[str, str]
     body: Any
     disconnected: bool = False
+    number: int = 0  # the call's place among all calls this fake answered (unique ids)
+
+    def call_id(self, prefix: str, index: int) -> str:
+        """A tool call id unique to this call, as real providers give them."""
+        return f"{prefix}_{self.number}_{index}"
 
 
 class FakeUpstream:
@@ -76,6 +81,7 @@ class FakeUpstream:
     def __init__(self, port: int = 0) -> None:
         self.requests: list[Recorded] = []
         self._script: list[Reply] = []
+        self._answered = 0
         self._lock = threading.Lock()
         handler = type("Handler", (_Handler,), {"fake": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
@@ -110,6 +116,8 @@ class FakeUpstream:
 
     def next_reply(self, recorded: Recorded) -> Reply:
         with self._lock:
+            self._answered += 1
+            recorded.number = self._answered
             self.requests.append(recorded)
             return self._script.pop(0) if self._script else self.default_reply(recorded)
 

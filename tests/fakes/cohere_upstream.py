@@ -1,11 +1,14 @@
 """A fake of Cohere's v2 chat API (``POST /v2/chat``, JSON or an SSE event stream)."""
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from tests.fakes.base import FakeUpstream, Recorded, Reply, sse
-from tests.fakes.openai_upstream import tool_calls_json
+from tests.fakes.openai_upstream import tool_calls_json, unanswered_tool_calls
+
+TOOL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 _FINISH_REASONS = {"stop": "COMPLETE", "tool_calls": "TOOL_CALL", "length": "MAX_TOKENS"}
 TOOL_PLAN = "I will call the tools."
@@ -30,7 +33,7 @@ class CohereUpstream(FakeUpstream):
             message["content"] = [{"type": "text", "text": reply.text}]
         if reply.tool_calls:
             message["tool_plan"] = TOOL_PLAN
-            message["tool_calls"] = tool_calls_json(reply)
+            message["tool_calls"] = tool_calls_json(reply, recorded)
         return {
             "id": "fake-chat",
             "finish_reason": _FINISH_REASONS.get(reply.finish_reason, reply.finish_reason),
@@ -59,7 +62,7 @@ class CohereUpstream(FakeUpstream):
             yield _event("tool-plan-delta", delta={"message": {"tool_plan": TOOL_PLAN}})
         for index, (name, arguments) in enumerate(reply.tool_calls):
             function = {"name": name, "arguments": ""}
-            call = {"id": f"call_{index}", "type": "function", "function": function}
+            call = {"id": recorded.call_id("call", index), "type": "function", "function": function}
             yield _event("tool-call-start", index=index, delta={"message": {"tool_calls": call}})
             piece = {"function": {"arguments": json.dumps(arguments)}}
             yield _event("tool-call-delta", index=index, delta={"message": {"tool_calls": piece}})
@@ -80,7 +83,12 @@ def _rejection(recorded: Recorded) -> Reply | None:
     body = recorded.body if isinstance(recorded.body, dict) else {}
     if "model" not in body or not body.get("messages"):
         return Reply.of_error(400, "invalid request: model and messages are required")
-    return None
+    for tool in body.get("tools") or []:
+        name = str(tool.get("function", {}).get("name", ""))
+        if not TOOL_NAME.fullmatch(name):
+            return Reply.of_error(400, f"invalid request: tool name {name!r} is not valid")
+    problem = unanswered_tool_calls(body["messages"])
+    return Reply.of_error(400, f"invalid request: {problem}") if problem else None
 
 
 def _event(kind: str, **payload: Any) -> bytes:

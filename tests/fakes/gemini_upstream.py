@@ -11,6 +11,7 @@ from typing import Any
 
 from tests.fakes.base import FakeUpstream, Recorded, Reply, sse
 
+TOOL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}")
 _FINISH_REASONS = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS"}
 _METHOD_PATH = re.compile(r"/v1(beta)?/models/[\w.-]+:(generateContent|streamGenerateContent)")
 _STATUSES = {
@@ -45,13 +46,13 @@ class GeminiUpstream(FakeUpstream):
 
     def render_json(self, reply: Reply, recorded: Recorded) -> dict[str, Any]:
         parts: list[dict[str, Any]] = [{"text": reply.text}] if reply.text else []
-        parts.extend(_calls(reply))
+        parts.extend(_calls(reply, recorded))
         return _response(recorded, parts, reply, _FINISH_REASONS.get(reply.finish_reason, "STOP"))
 
     def render_stream(self, reply: Reply, recorded: Recorded) -> Iterator[bytes]:
         pieces: list[list[dict[str, Any]]] = [[{"text": text}] for text in reply.chunks]
         if reply.tool_calls:
-            pieces.append(_calls(reply))
+            pieces.append(_calls(reply, recorded))
         pieces = pieces or [[{"text": ""}]]
         for count, parts in enumerate(pieces, start=1):
             last = count == len(pieces)
@@ -74,13 +75,40 @@ def _rejection(recorded: Recorded) -> Reply | None:
     contents = recorded.body.get("contents") if isinstance(recorded.body, dict) else None
     if not contents or any(content.get("role") not in ("user", "model") for content in contents):
         return Reply.of_error(400, "contents: roles must be 'user' or 'model'")
+    for tools in recorded.body.get("tools") or []:
+        for declaration in tools.get("functionDeclarations") or []:
+            if not TOOL_NAME.fullmatch(str(declaration.get("name", ""))):
+                return Reply.of_error(
+                    400, "Invalid function name. Must start with a letter or an underscore."
+                )
+    return _unanswered_calls(contents)
+
+
+def _unanswered_calls(contents: list[dict[str, Any]]) -> Reply | None:
+    """A turn of function calls is followed by a user turn with one response for each."""
+    for position, content in enumerate(contents):
+        calls = [part for part in content.get("parts", []) if "functionCall" in part]
+        if not calls:
+            continue
+        following = contents[position + 1]["parts"] if position + 1 < len(contents) else []
+        responses = [part for part in following if "functionResponse" in part]
+        if len(responses) != len(calls):
+            return Reply.of_error(
+                400,
+                "Please ensure that the number of function response parts is equal to the "
+                "number of function call parts of the function call turn.",
+            )
     return None
 
 
-def _calls(reply: Reply) -> list[dict[str, Any]]:
+def _calls(reply: Reply, recorded: Recorded) -> list[dict[str, Any]]:
     return [
         {
-            "functionCall": {"id": f"call_{index}", "name": name, "args": arguments},
+            "functionCall": {
+                "id": recorded.call_id("call", index),
+                "name": name,
+                "args": arguments,
+            },
             "thoughtSignature": thought_signature(index),
         }
         for index, (name, arguments) in enumerate(reply.tool_calls)

@@ -7,14 +7,21 @@ Run it alone to try the gateway without API keys:
 
 import argparse
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
 
 from tests.fakes.base import FakeUpstream, Recorded, Reply, sse
 
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
 
 class OpenAIUpstream(FakeUpstream):
+    def next_reply(self, recorded: Recorded) -> Reply:
+        reply = super().next_reply(recorded)
+        return _rejection(recorded) or reply
+
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
@@ -30,7 +37,7 @@ class OpenAIUpstream(FakeUpstream):
     def render_json(self, reply: Reply, recorded: Recorded) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
         if reply.tool_calls:
-            message["tool_calls"] = tool_calls_json(reply)
+            message["tool_calls"] = tool_calls_json(reply, recorded)
         return {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
@@ -63,7 +70,7 @@ class OpenAIUpstream(FakeUpstream):
         for text in reply.chunks:
             yield chunk({"content": text})
         for index, (name, arguments) in enumerate(reply.tool_calls):
-            call = {"index": index, "id": f"call_{index}", "type": "function"}
+            call = {"index": index, "id": recorded.call_id("call", index), "type": "function"}
             yield chunk({"tool_calls": [{**call, "function": {"name": name, "arguments": ""}}]})
             yield chunk(
                 {"tool_calls": [{"index": index, "function": {"arguments": json.dumps(arguments)}}]}
@@ -89,16 +96,51 @@ class OpenAIUpstream(FakeUpstream):
         return str(recorded.body.get("model", "")) if isinstance(recorded.body, dict) else ""
 
 
-def tool_calls_json(reply: Reply) -> list[dict[str, Any]]:
+def tool_calls_json(reply: Reply, recorded: Recorded) -> list[dict[str, Any]]:
     """The reply's tool calls in the OpenAI shape, which Cohere v2 shares."""
     return [
         {
-            "id": f"call_{index}",
+            "id": recorded.call_id("call", index),
             "type": "function",
             "function": {"name": name, "arguments": json.dumps(arguments)},
         }
         for index, (name, arguments) in enumerate(reply.tool_calls)
     ]
+
+
+def _rejection(recorded: Recorded) -> Reply | None:
+    """The errors the real API gives a request that breaks its rules on tools."""
+    body = recorded.body if isinstance(recorded.body, dict) else {}
+    for index, tool in enumerate(body.get("tools") or []):
+        if not TOOL_NAME.fullmatch(str(tool.get("function", {}).get("name", ""))):
+            return Reply.of_error(
+                400, f"Invalid 'tools[{index}].function.name': string does not match pattern."
+            )
+    problem = unanswered_tool_calls(body.get("messages") or [])
+    return Reply.of_error(400, problem) if problem else None
+
+
+def unanswered_tool_calls(messages: list[dict[str, Any]]) -> str | None:
+    """What is wrong with the pairing of tool calls and tool messages (OpenAI's rules,
+    which Cohere v2 shares): each tool message answers a call of the assistant message
+    before it, and every call is answered before the next other message."""
+    pending: set[str] = set()
+    for position, message in enumerate(messages):
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") not in pending:
+                return (
+                    f"Invalid parameter: messages[{position}]: messages with role 'tool' must be "
+                    "a response to a preceeding message with 'tool_calls'."
+                )
+            pending.discard(message["tool_call_id"])
+            continue
+        if pending:
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                f"responding to each 'tool_call_id'. Missing: {sorted(pending)}"
+            )
+        pending = {call["id"] for call in message.get("tool_calls") or []}
+    return None
 
 
 def _usage(reply: Reply) -> dict[str, int]:

@@ -190,8 +190,13 @@ def test_gemini_sdk_parses_function_calls_with_thought_signatures(
     chunks = list(gemini.models.generate_content_stream(model="gemini-model", contents=HI))
 
     streamed = [call for chunk in chunks for call in chunk.function_calls or []]
-    for call in (response.function_calls[0], streamed[0]):
-        assert (call.id, call.name, call.args) == ("call_0", "get_weather", {"city": "Paris"})
+    numbers = [recorded.number for recorded in fakes["gemini"].requests]
+    for call, number in zip((response.function_calls[0], streamed[0]), numbers, strict=True):
+        assert (call.id, call.name, call.args) == (
+            f"call_{number}_0",
+            "get_weather",
+            {"city": "Paris"},
+        )
     part = response.candidates[0].content.parts[0]
     assert part.thought_signature == base64.b64decode(thought_signature(0))
 
@@ -274,7 +279,7 @@ def test_cohere_sdk_parses_tool_calls_whole_and_streamed(
 
     call = response.message.tool_calls[0]
     assert (call.id, call.function.name, call.function.arguments) == (
-        "call_0",
+        f"call_{fakes['cohere'].requests[0].number}_0",
         "get_weather",
         '{"city": "Paris"}',
     )

@@ -21,11 +21,12 @@ from inference.providers.types import (
     Message,
     StreamAccumulator,
     ToolCall,
+    ToolChoice,
     ToolSpec,
 )
 from tests.fakes.base import FakeUpstream, Reply
 from tests.fakes.gemini_upstream import thought_signature
-from tests.upstreams import FAKE_CLASSES, api_key_of, fake_base_url
+from tests.upstreams import FAKE_CLASSES, api_key_of, fake_base_url, sent_tool_calls_and_results
 
 KINDS = list(FAKE_CLASSES)
 
@@ -271,7 +272,7 @@ async def test_decoded_tool_calls_go_back_with_their_results(
 
     assert final.text == "Berlin 18°, Madrid 30°."
     assert final.finish_reason == "stop"
-    sent_calls, sent_results = _calls_and_results(kind, fake.last.body)
+    sent_calls, sent_results = sent_tool_calls_and_results(kind, fake.last.body)
     assert sent_calls == [
         (call.id, call.name, json.loads(call.arguments), call.signature)
         for call in reply.tool_calls
@@ -281,50 +282,66 @@ async def test_decoded_tool_calls_go_back_with_their_results(
     ]
 
 
-def _calls_and_results(
-    kind: str, body: dict[str, Any]
-) -> tuple[list[tuple[str, str, Any, str | None]], list[tuple[str, str]]]:
-    """(id, name, arguments, signature) of the calls and (id, text) of the results sent."""
-    if kind == "anthropic":
-        blocks = [block for message in body["messages"] for block in message["content"]]
-        calls = [
-            (block["id"], block["name"], block["input"], None)
-            for block in blocks
-            if block["type"] == "tool_use"
-        ]
-        results = [
-            (block["tool_use_id"], block["content"])
-            for block in blocks
-            if block["type"] == "tool_result"
-        ]
-        return calls, results
-    if kind == "gemini":
-        parts = [part for content in body["contents"] for part in content["parts"]]
-        calls = [
-            (
-                part["functionCall"]["id"],
-                part["functionCall"]["name"],
-                part["functionCall"]["args"],
-                part.get("thoughtSignature"),
-            )
-            for part in parts
-            if "functionCall" in part
-        ]
-        results = [
-            (part["functionResponse"]["id"], part["functionResponse"]["response"]["result"])
-            for part in parts
-            if "functionResponse" in part
-        ]
-        return calls, results
-    messages = body["messages"]
-    calls = [
-        (call["id"], call["function"]["name"], json.loads(call["function"]["arguments"]), None)
-        for message in messages
-        for call in message.get("tool_calls") or []
-    ]
-    results = [
-        (message["tool_call_id"], message["content"])
-        for message in messages
-        if message["role"] == "tool"
-    ]
-    return calls, results
+CHOICES = [
+    (ToolChoice("required"), False),
+    (ToolChoice("required", name="get_weather"), None),
+    (ToolChoice("none"), None),
+    (ToolChoice("auto"), False),
+]
+# How each kind says each of CHOICES (the keys compared).
+EXPECTED_CHOICE: dict[str, list[dict[str, Any]]] = {
+    "openai": [
+        {"tool_choice": "required", "parallel_tool_calls": False},
+        {"tool_choice": {"type": "function", "function": {"name": "get_weather"}}},
+        {"tool_choice": "none"},
+        {"tool_choice": "auto", "parallel_tool_calls": False},
+    ],
+    "anthropic": [
+        {"tool_choice": {"type": "any", "disable_parallel_tool_use": True}},
+        {"tool_choice": {"type": "tool", "name": "get_weather"}},
+        {"tool_choice": {"type": "none"}},
+        {"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}},
+    ],
+    "gemini": [
+        {"toolConfig": {"functionCallingConfig": {"mode": "ANY"}}},
+        {
+            "toolConfig": {
+                "functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["get_weather"]}
+            }
+        },
+        {"toolConfig": {"functionCallingConfig": {"mode": "NONE"}}},
+        {"toolConfig": {"functionCallingConfig": {"mode": "AUTO"}}},
+    ],
+    "cohere": [
+        {"tool_choice": "REQUIRED"},
+        {"tool_choice": "REQUIRED", "tools": OPENAI_TOOLS},
+        {"tool_choice": "NONE"},
+        {"tool_choice": None},
+    ],
+}
+EXPECTED_CHOICE["groq"] = EXPECTED_CHOICE["deepseek"] = EXPECTED_CHOICE["openai"]
+OTHER_TOOL = ToolSpec(name="get_time", description="Time in a city.", parameters=PARAMETERS)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_tool_choice_and_parallel_calls_in_each_providers_terms(
+    kind: str, fakes: dict[str, FakeUpstream], http: httpx.AsyncClient
+) -> None:
+    provider = provider_for(kind, fakes, http)
+    first = REQUEST.messages[:1]
+
+    for choice, parallel in CHOICES:
+        request = ChatRequest(
+            model="model-1",
+            system="",
+            messages=first,
+            tools=(TOOL, OTHER_TOOL),
+            tool_choice=choice,
+            parallel_tool_calls=parallel,
+        )
+        await provider.complete(request)
+
+    for sent, expected in zip(fakes[kind].requests, EXPECTED_CHOICE[kind], strict=True):
+        assert {key: sent.body.get(key) for key in expected} == expected
+        if kind not in ("anthropic",) and "parallel_tool_calls" not in expected:
+            assert "parallel_tool_calls" not in sent.body
