@@ -6,7 +6,7 @@ from django.http import Http404, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
-from adminui import config, history, records
+from adminui import config, history, mcp_state, records
 from adminui.collection_routes import collection_router
 from adminui.context import AdminRequest
 from adminui.errors import AdminError, error_response, refusal
@@ -48,7 +48,9 @@ api.add_router("/agents", collection_router(AGENTS, AGENTS.schema))
 api.add_router("/judges", collection_router(JUDGES, JUDGES.schema))
 api.add_router("/experiments", collection_router(EXPERIMENTS, EXPERIMENTS.schema))
 api.add_router("/providers", collection_router(PROVIDERS, ProviderCreate))
-api.add_router("/mcp", collection_router(MCP, McpServerCreate))
+mcp_router = collection_router(MCP, McpServerCreate, states=mcp_state.summaries)
+mcp_state.add_state_route(mcp_router)
+api.add_router("/mcp", mcp_router)
 api.add_router("", config.router)
 api.add_router("", history.router)
 

@@ -4,6 +4,7 @@ Views parse typed input, call one store action and answer (``respond``/``written
 write sent from an HTML form is decoded and, if refused, shown again by the form.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpResponse
@@ -15,7 +16,7 @@ from pydantic import BaseModel, SkipValidation
 from adminui import tables
 from adminui.context import AdminRequest
 from adminui.formpages import edit_form, empty_form, form_page, resource_form, submit
-from adminui.negotiation import is_form, respond, written
+from adminui.negotiation import is_form, is_html, respond, written
 from adminui.schemas import ErrorOut
 from agents import store
 from agents.resources import Resource
@@ -33,7 +34,13 @@ def author_of(request: AdminRequest) -> str:
     return f"admin ({request.META.get('REMOTE_ADDR') or 'unknown client'})"
 
 
-def collection_router(resource: Resource, create_schema: type[BaseModel]) -> Router:
+StateSummaries = Callable[[AdminRequest], dict[str, str]]
+
+
+def collection_router(
+    resource: Resource, create_schema: type[BaseModel], states: StateSummaries | None = None
+) -> Router:
+    """The collection's routes; ``states`` adds each entry's live state to its pages."""
     section, singular, key_name = resource.section, resource.singular, resource.key_field
     schema = resource.schema
     listing = list[schema] if resource.is_list else dict[str, schema]  # type: ignore[valid-type]
@@ -61,13 +68,13 @@ def collection_router(resource: Resource, create_schema: type[BaseModel]) -> Rou
     def list_entries(request: AdminRequest) -> Any:
         entries = store.entries(request.runtime.holder, resource)
         data = list(entries.values()) if resource.is_list else entries
+        headers, rows = tables.headers(resource), tables.rows(resource, entries)
+        if states is not None and is_html(request):
+            summary = states(request)
+            headers = [*headers, "State"]
+            rows = [(key, [*cells, summary.get(key, "not running")]) for key, cells in rows]
         return respond(
-            request,
-            data,
-            "adminui/collection.html",
-            resource=resource,
-            headers=tables.headers(resource),
-            rows=tables.rows(resource, entries),
+            request, data, "adminui/collection.html", resource=resource, headers=headers, rows=rows
         )
 
     # OpenAPI links: where the created entry can be read, changed and deleted.
@@ -125,6 +132,7 @@ def collection_router(resource: Resource, create_schema: type[BaseModel]) -> Rou
         item = store.entry(request.runtime.holder, resource, key)
         etag = store.entry_etag(item)
         response["ETag"] = etag
+        state = states(request).get(key, "not running") if states and is_html(request) else None
         answer = respond(
             request,
             item,
@@ -133,6 +141,7 @@ def collection_router(resource: Resource, create_schema: type[BaseModel]) -> Rou
             key=key,
             fields=tables.fields(item),
             etag=etag,
+            state=state,
         )
         if isinstance(answer, HttpResponse):
             answer["ETag"] = etag

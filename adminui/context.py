@@ -7,10 +7,13 @@ from django_htmx.middleware import HtmxDetails
 
 from agents.snapshot import ConfigHolder
 from core.requestlog import RequestLog
+from inference.status import McpServerStatus
 
 
 class AdminRuntime(Protocol):
     holder: ConfigHolder
+
+    def mcp_status(self) -> list[McpServerStatus]: ...
 
 
 class AdminRequest(HttpRequest):

@@ -1,11 +1,15 @@
-"""ASGI entry point: Django plus the process runtime (config watcher, HTTP clients).
+"""ASGI entry point: Django plus the process runtime (config watcher, engine).
 
-Neither daphne nor Django speaks the ASGI lifespan protocol, so the runtime starts when
-this module is imported by the server; under a lifespan-capable server (uvicorn,
-granian) the shutdown message also closes the HTTP clients cleanly.
+Neither daphne nor Django speaks the ASGI lifespan protocol. The runtime is created when
+the server imports this module; its async parts (MCP sessions) start on the server's
+event loop as soon as it runs: under daphne through the Twisted reactor, which also
+stops them before shutdown, and under any server at the latest with the first request.
+Lifespan-capable servers (uvicorn, granian) start and stop them through lifespan.
 """
 
+import asyncio
 import os
+import sys
 from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
@@ -18,18 +22,39 @@ from gateway import runtime
 # Static files (the admin's CSS and the vendored htmx) are served by the app itself, with
 # or without DEBUG: the gateway has no web server in front of it to do it.
 django_application = ASGIStaticFilesHandler(get_asgi_application())
-runtime.current()
+process = runtime.current()
 
 
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] != "lifespan":
+        await process.started()
         await django_application(scope, receive, send)
         return
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
+            await process.started()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            await runtime.current().stop()
+            await process.stop()
             await send({"type": "lifespan.shutdown.complete"})
             return
+
+
+def _follow_twisted_reactor() -> None:
+    """Under daphne: start with the reactor, and stop (background work finished or
+    cancelled, MCP sessions closed) before it shuts down."""
+    reactor = sys.modules.get("twisted.internet.reactor")
+    if reactor is None:
+        return
+    from twisted.internet import defer
+
+    reactor.callWhenRunning(lambda: asyncio.ensure_future(process.started()))
+    reactor.addSystemEventTrigger(
+        "before",
+        "shutdown",
+        lambda: defer.Deferred.fromFuture(asyncio.ensure_future(process.stop())),
+    )
+
+
+_follow_twisted_reactor()

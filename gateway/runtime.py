@@ -1,15 +1,19 @@
 """The long-lived parts of one server process, owned in one place.
 
-``gateway.asgi`` starts the runtime when the process starts; request code only borrows
-from it through ``current()``.
+``gateway.asgi`` creates the runtime when the server imports it and starts its async
+parts on the server's event loop; request code borrows them through the request
+(``request.runtime``, attached by ``gateway.middleware``).
 """
+
+import asyncio
 
 from django.conf import settings
 
 from agents.revisions import RevisionRecorder
-from agents.snapshot import ConfigHolder
+from agents.snapshot import ConfigHolder, Snapshot
 from agents.watcher import ConfigWatcher
-from inference.providers.registry import ProviderClients
+from inference.engine import Engine
+from inference.status import McpServerStatus
 
 
 class Runtime:
@@ -17,25 +21,39 @@ class Runtime:
         self.holder = holder
         self.watcher = ConfigWatcher(holder)
         self.recorder = RevisionRecorder(holder)
-        holder.on_change = self.recorder.notify
-        self.providers = ProviderClients()
+        self.engine = Engine()
+        holder.on_change = self._config_applied
+        self._started: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         self.recorder.start()
         self.holder.reload()
         self.watcher.start()
 
+    async def started(self) -> None:
+        """Start the async parts (MCP sessions) on the running loop, once."""
+        if self._started is None:
+            self._started = asyncio.ensure_future(self.engine.start(self.holder.config))
+        await asyncio.shield(self._started)
+
     async def stop(self) -> None:
         self.watcher.stop()
         self.recorder.stop()
-        await self.providers.aclose()
+        await self.engine.stop()
+
+    def mcp_status(self) -> list[McpServerStatus]:
+        return self.engine.mcp.status()
+
+    def _config_applied(self, snapshot: Snapshot) -> None:
+        self.recorder.notify(snapshot)
+        self.engine.config_applied(snapshot.config)
 
 
 _runtime: Runtime | None = None
 
 
 def current() -> Runtime:
-    """The process's runtime, started on first use (ASGI entry point, tests, commands)."""
+    """The process's runtime, created on first use (ASGI entry point, tests, commands)."""
     global _runtime
     if _runtime is None:
         _runtime = Runtime(ConfigHolder(settings.GATEWAY_CONFIG))

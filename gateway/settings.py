@@ -103,5 +103,6 @@ LOGGING = {
         "django": {"handlers": [], "level": "INFO", "propagate": True},
         "django.request": {"level": "ERROR"},
         "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},  # the MCP SDK's HTTP client
     },
 }

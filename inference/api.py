@@ -1,4 +1,4 @@
-"""The OpenAI-compatible ``/v1`` surface: thin views over the pipeline."""
+"""The OpenAI-compatible ``/v1`` surface: each view parses, runs the turn, serializes."""
 
 import json
 
@@ -9,20 +9,14 @@ from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
 from agents.loader import format_path
-from inference import enforcement
+from inference import openai_wire
 from inference.auth import check_proxy_auth
+from inference.client_request import from_chat_completion
 from inference.context import InferenceRequest
 from inference.errors import ApiError, invalid_request
-from inference.pipeline import (
-    billed_usage,
-    completion_body,
-    config_or_503,
-    prepare_turn,
-    record_turn,
-)
-from inference.providers.base import ProviderError
+from inference.runner import TurnRunner
 from inference.schemas import ChatCompletionIn
-from inference.streaming import open_stream
+from inference.turn import live_config, prepare_turn
 
 OWNED_BY = "agent-gateway"
 
@@ -32,7 +26,7 @@ api = NinjaAPI(urls_namespace="v1", docs_url=None, openapi_url=None, title="Gate
 @api.get("/models")
 async def list_models(request: InferenceRequest) -> HttpResponse:
     holder = request.runtime.holder
-    config = config_or_503(holder.config, holder.problems)
+    config = live_config(holder.config, holder.problems)
     await check_proxy_auth(request.headers.get("Authorization"), config.auth)
     data = [
         {"id": agent.name, "object": "model", "created": 0, "owned_by": OWNED_BY}
@@ -43,45 +37,28 @@ async def list_models(request: InferenceRequest) -> HttpResponse:
 
 @api.post("/chat/completions")
 async def chat_completions(request: InferenceRequest, payload: ChatCompletionIn) -> HttpResponse:
-    holder = request.runtime.holder
-    config = config_or_503(holder.config, holder.problems)
+    holder, engine = request.runtime.holder, request.runtime.engine
+    config = live_config(holder.config, holder.problems)
     await check_proxy_auth(request.headers.get("Authorization"), config.auth)
-    log = request.log
-    turn = await prepare_turn(payload, config, log)
-    provider = request.runtime.providers.provider(
-        turn.agent.provider, config.providers[turn.agent.provider]
-    )
-    max_repairs = config.structured_output.max_repairs
-    try:
-        if payload.stream:
-            events = enforcement.stream(provider, turn.request, max_repairs)
-            frames = await open_stream(turn, events, log)
-            response = StreamingHttpResponse(frames, content_type="text/event-stream")
-            response["Cache-Control"] = "no-cache"
-            response["X-Accel-Buffering"] = "no"
-            return response
-        reply = await enforcement.complete(provider, turn.request, max_repairs)
-    except ProviderError as error:
-        log.error = error.code
-        log.tokens = error.usage.total_tokens
-        if error.usage.total_tokens:
-            await record_turn(turn, error.usage, None)
-        headers = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else None
-        raise ApiError(
-            error.status,
-            error.message,
-            code=error.code,
-            error_type=error.error_type,
-            headers=headers,
-        ) from error
-    usage = billed_usage(turn, reply.text, reply.usage)
-    log.tokens = usage.total_tokens
-    await record_turn(turn, usage, reply.text)
-    return _json(completion_body(turn, reply, usage))
+    client = from_chat_completion(payload)
+    turn = await prepare_turn(client, config, engine, request.log)
+    runner = TurnRunner(config, engine, request.log)
+    if client.stream:
+        events = await runner.open_stream(turn)
+        return _event_stream(openai_wire.chunks(turn, events))
+    answer = await runner.complete(turn)
+    return _json(openai_wire.completion(turn, answer))
 
 
 def _json(body: dict) -> HttpResponse:
     return HttpResponse(json.dumps(body), content_type="application/json")
+
+
+def _event_stream(frames: object) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(frames, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
 
 
 @api.exception_handler(ApiError)

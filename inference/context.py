@@ -6,12 +6,12 @@ from django.http import HttpRequest
 
 from agents.snapshot import ConfigHolder
 from core.requestlog import RequestLog
-from inference.providers.registry import ProviderClients
+from inference.engine import Engine
 
 
 class InferenceRuntime(Protocol):
     holder: ConfigHolder
-    providers: ProviderClients
+    engine: Engine
 
 
 class InferenceRequest(HttpRequest):

@@ -4,6 +4,8 @@ import json
 
 from django.http import HttpResponse
 
+from inference.providers.types import Usage
+
 _DEFAULT_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -55,6 +57,15 @@ class ApiError(Exception):
         for name, value in self.headers.items():
             response[name] = value
         return response
+
+
+class ToolFailed(Exception):
+    """A tool call of the agent's own that did not succeed: the message is what the model
+    is told instead of a result; ``usage`` is what it spent (a subagent's calls)."""
+
+    def __init__(self, message: str, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage or Usage()
 
 
 def invalid_request(message: str, param: str | None = None, code: str | None = None) -> ApiError:

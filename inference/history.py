@@ -28,7 +28,7 @@ def load_history(user_id: str, model: str, limits: HistoryConfig) -> list[Messag
     return kept
 
 
-def exchange_rows(user_id: str, model: str, user_text: str, reply: str) -> list[StoredMessage]:
+def history_rows(user_id: str, model: str, user_text: str, reply: str) -> list[StoredMessage]:
     return [
         StoredMessage(user_id=user_id, model=model, role="user", content=_storable(user_text)),
         StoredMessage(user_id=user_id, model=model, role="assistant", content=_storable(reply)),

@@ -1,16 +1,16 @@
 """Who the request is for: ``safety_identifier``, else ``user``, else ``default_user_id``."""
 
 from agents.schema import Config
+from inference.client_request import ClientRequest
 from inference.errors import invalid_request
-from inference.schemas import ChatCompletionIn
 
 MAX_USER_ID_LENGTH = 255  # the width of the user_id columns
 
 
-def resolve_user_id(body: ChatCompletionIn, config: Config) -> str:
+def resolve_user_id(client: ClientRequest, config: Config) -> str:
     for field, candidate in (
-        ("safety_identifier", body.safety_identifier),
-        ("user", body.user),
+        ("safety_identifier", client.safety_identifier),
+        ("user", client.user),
         ("default_user_id", config.default_user_id),
     ):
         if candidate is not None and candidate.strip():

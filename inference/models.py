@@ -1,4 +1,4 @@
-"""What the gateway records: conversation history and the token ledger."""
+"""What the gateway records: conversation history, the token ledger, tool exchanges."""
 
 from django.db import models
 from django.utils import timezone
@@ -33,3 +33,20 @@ class LedgerEntry(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["user_id", "created_at"], name="ledger_window")]
+
+
+class ToolExchange(models.Model):
+    """The gateway's own tool calls (and results) of a round that ended at client tool
+    calls, kept for an hour under each returned call id so the client's follow-up can
+    put them back before its own results (DESIGN 3.1)."""
+
+    call_id = models.CharField(max_length=255)
+    user_id = models.CharField(max_length=255)
+    exchange = models.JSONField()  # {"calls": [...], "results": [...]}
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user_id", "call_id"], name="exchange_lookup"),
+            models.Index(fields=["created_at"], name="exchange_expiry"),
+        ]

@@ -64,3 +64,6 @@ class ChatCompletionIn(_Lenient):
     max_completion_tokens: int | None = None
     stop: str | list[str] | None = None
     seed: int | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None

@@ -39,7 +39,7 @@ def parse_response_format(raw: dict[str, Any] | None) -> ResponseFormat | None:
     # The OpenAI shape wraps the schema ({name, schema, strict}); a bare schema is accepted too.
     wrapped = isinstance(wrapper.get("schema"), dict)
     schema = wrapper["schema"] if wrapped else wrapper
-    _check_schema(
+    check_json_schema(
         schema, "response_format.json_schema.schema" if wrapped else "response_format.json_schema"
     )
     name = wrapper.get("name") if wrapped and isinstance(wrapper.get("name"), str) else "response"
@@ -62,9 +62,14 @@ def schema_validator(schema: dict[str, Any]) -> Validator:
     return validator_class(schema, registry=_LOCAL_ONLY)
 
 
-def _check_schema(schema: dict[str, Any], param: str) -> None:
+def check_json_schema(
+    schema: dict[str, Any], param: str, code: str = "invalid_json_schema"
+) -> None:
+    """400 naming ``param`` unless ``schema`` is a valid JSON Schema whose ``$ref``s all
+    resolve inside it."""
+
     def reject(message: str) -> ApiError:
-        return invalid_request(f"{param} {message}", param=param, code="invalid_json_schema")
+        return invalid_request(f"{param} {message}", param=param, code=code)
 
     try:
         json.dumps(schema, allow_nan=False)

@@ -2,7 +2,8 @@
 
 ``core`` is the floor and imports none of the project's packages; ``agents`` (the
 config) builds only on ``core``; ``inference`` and ``adminui`` build on both, and the
-admin reads recorded data only through ``inference.queries``; ``gateway`` is the top,
+admin reads recorded data only through ``inference.queries`` and live state through
+``inference.status``; ``gateway`` is the top,
 wired in by the entry points, and imported by no other package.
 """
 
@@ -22,7 +23,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "core": (),
     "agents": ("core",),
     "inference": ("core", "agents"),
-    "adminui": ("core", "agents", "inference.queries"),
+    "adminui": ("core", "agents", "inference.queries", "inference.status"),
     "gateway": ("core", "agents", "inference", "adminui"),
 }
 

@@ -1,0 +1,40 @@
+"""The long-lived parts of ``/v1``: provider clients, MCP servers and background work.
+
+The process runtime owns one engine, starts it on the server's event loop and hands it
+every config that gets applied; request code only borrows from it.
+"""
+
+import asyncio
+
+from agents.schema import Config
+from inference.background import BackgroundTasks
+from inference.mcp import McpHub
+from inference.providers.registry import ProviderClients
+
+
+class Engine:
+    def __init__(self) -> None:
+        self.providers = ProviderClients()
+        self.mcp = McpHub()
+        self.background = BackgroundTasks()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def start(self, config: Config | None) -> None:
+        self._loop = asyncio.get_running_loop()
+        if config is not None:
+            await self.mcp.apply(config.mcp)
+
+    def config_applied(self, config: Config) -> None:
+        """Follow a newly applied config (called from whichever thread reloaded it)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return  # not started yet: start() applies the config then
+        loop.call_soon_threadsafe(self._apply, config)
+
+    async def stop(self) -> None:
+        await self.background.stop()
+        await self.mcp.stop()
+        await self.providers.aclose()
+
+    def _apply(self, config: Config) -> None:
+        self.background.spawn(self.mcp.apply(config.mcp), name="apply mcp config")

@@ -1,0 +1,172 @@
+"""The one owner of a turn once it is prepared: call the model through the tool loop,
+record what was spent and said, and start what follows the reply.
+
+Both ways of answering go through here: ``complete`` for a whole answer, ``open_stream``
+for events as they come. Provider failures leave as ``ApiError``s; the wire modules
+(``openai_wire``) only shape what the runner hands them.
+"""
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+from django.utils import timezone
+
+from agents.schema import Config
+from core.requestlog import RequestLog
+from inference.database import in_database
+from inference.engine import Engine
+from inference.errors import ApiError
+from inference.exchanges import delete_expired
+from inference.executor import CallContext, ToolExecutor
+from inference.providers.base import ProviderError
+from inference.providers.types import (
+    ChatResponse,
+    Finish,
+    StreamEvent,
+    TextDelta,
+    Usage,
+    UsageReport,
+)
+from inference.recording import record_turn
+from inference.tokens import estimate_tokens
+from inference.toolloop import ToolLoop
+from inference.turn import Turn
+
+logger = logging.getLogger("gateway.inference")
+
+
+class TurnRunner:
+    def __init__(self, config: Config, engine: Engine, log: RequestLog) -> None:
+        self.config = config
+        self.engine = engine
+        self.log = log
+
+    async def complete(self, turn: Turn) -> ChatResponse:
+        loop = self._loop(turn)
+        try:
+            answer = await loop.complete(turn.request)
+        except ProviderError as error:
+            await self._record(turn, loop, error.usage, None)
+            raise self._failure(error) from error
+        await self._record(turn, loop, answer.usage, _remembered(answer))
+        self._after_reply(turn, loop)
+        return answer
+
+    async def open_stream(self, turn: Turn) -> AsyncIterator[StreamEvent]:
+        """The answer as events: its text, client tool calls, a ``Finish`` and the total
+        ``UsageReport``. The first event is awaited here, so a failure before it is an
+        HTTP error rather than a stream that ends in one."""
+        events = self._events(turn)
+        try:
+            first = await anext(events)
+        except BaseException:
+            await events.aclose()
+            raise
+        return _starting_with(first, events)
+
+    async def _events(self, turn: Turn) -> AsyncIterator[StreamEvent]:
+        loop = self._loop(turn)
+        sent: list[str] = []
+        outcome = "cut"  # until it is known otherwise, the client went away
+        try:
+            async for event in loop.stream(turn.request):
+                if isinstance(event, TextDelta):
+                    sent.append(event.text)
+                yield event
+            assert loop.final is not None
+            yield Finish(loop.final.finish_reason)
+            yield UsageReport(loop.spent)
+            outcome = "done"
+        except ProviderError as error:
+            outcome = "failed"
+            raise self._failure(error) from error
+        except Exception:
+            outcome = "failed"
+            raise
+        finally:
+            # A disconnect cancels this generator at its current await; the bill must be
+            # written all the same (DESIGN 3: tokens already used are recorded).
+            reply = None
+            if outcome == "done" and loop.final is not None:
+                reply = _remembered(loop.final)
+            elif outcome == "cut":
+                reply = "".join(sent)
+            await asyncio.shield(self._record_quietly(turn, loop, _billed(turn, loop), reply))
+            if outcome == "done":
+                self._after_reply(turn, loop)
+
+    def _loop(self, turn: Turn) -> ToolLoop:
+        context = CallContext(self.config, self.engine, turn.user_id)
+        return ToolLoop(
+            turn.provider,
+            turn.toolbox,
+            ToolExecutor(context, turn.toolbox).run,
+            turn.request.response_format,
+            self.config.structured_output.max_repairs,
+        )
+
+    async def _record(self, turn: Turn, loop: ToolLoop, usage: Usage, reply: str | None) -> None:
+        self.log.tokens = usage.total_tokens
+        client_calls = loop.final.tool_calls if loop.final is not None else ()
+        exchange = loop.exchange if reply is None and client_calls else None
+        await in_database(record_turn, turn, usage, reply, exchange, client_calls, timezone.now())
+
+    async def _record_quietly(
+        self, turn: Turn, loop: ToolLoop, usage: Usage, reply: str | None
+    ) -> None:
+        try:
+            await self._record(turn, loop, usage, reply)
+        except Exception:
+            # The client has its answer already; an error escaping here would hang it.
+            logger.exception("could not record turn %s", turn.completion_id)
+
+    def _after_reply(self, turn: Turn, loop: ToolLoop) -> None:
+        """Work that must not delay the reply: it runs in the background, owned by the
+        engine (finished or cancelled on shutdown)."""
+        if loop.exchange is not None:
+            self.engine.background.spawn(
+                in_database(delete_expired, timezone.now()), name="expire tool exchanges"
+            )
+
+    def _failure(self, error: ProviderError) -> ApiError:
+        self.log.error = error.code
+        headers = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else None
+        return ApiError(
+            error.status,
+            error.message,
+            code=error.code,
+            error_type=error.error_type,
+            headers=headers,
+        )
+
+
+def _remembered(answer: ChatResponse) -> str | None:
+    """What history keeps of an answer: its text, unless the turn ended at client tool
+    calls (the follow-up that carries their results keeps the final answer)."""
+    return None if answer.tool_calls else answer.text
+
+
+def _billed(turn: Turn, loop: ToolLoop) -> Usage:
+    """What a streamed turn spent: the finished rounds, and the round under way as the
+    provider reported it, or estimated when it was cut before its usage came."""
+    current = loop.current
+    if current is None:
+        return loop.spent
+    if current.usage.total_tokens:
+        return loop.spent + current.usage
+    request = turn.request
+    prompt = request.system + "".join(message.content for message in request.messages)
+    partial = Usage(estimate_tokens(prompt), estimate_tokens("".join(current.text)))
+    return loop.spent + partial
+
+
+async def _starting_with(
+    first: StreamEvent, rest: AsyncIterator[StreamEvent]
+) -> AsyncIterator[StreamEvent]:
+    try:
+        yield first
+        async for event in rest:
+            yield event
+    finally:
+        await rest.aclose()  # type: ignore[attr-defined]

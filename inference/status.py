@@ -1,0 +1,25 @@
+"""How the live parts of ``/v1`` are doing, for the admin to show."""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+McpState = Literal["connecting", "connected", "unavailable"]
+
+
+@dataclass(frozen=True)
+class McpServerStatus:
+    name: str
+    transport: str
+    state: McpState
+    tools: tuple[str, ...]  # the tools it listed last
+    last_error: str  # why it is unavailable ("" when connected)
+    since: datetime  # when it entered this state
+
+    @property
+    def summary(self) -> str:
+        if self.state == "connected":
+            return f"connected ({len(self.tools)} tool{'' if len(self.tools) == 1 else 's'})"
+        if self.state == "connecting":
+            return "connecting"
+        return f"unavailable: {self.last_error}"
