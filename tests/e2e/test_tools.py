@@ -511,3 +511,26 @@ def test_admin_shows_each_mcp_servers_state(tools_gateway: GatewayServer) -> Non
     assert states["local"]["tools"] == ["say_hello", "add", "files.read", "explode"]
     assert states["web"]["transport"] == "http"
     assert "connected (4 tools)" in page
+
+
+def test_structured_output_leaves_a_tool_call_reply_as_it_is(
+    client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    fakes["cohere"].script(Reply.of_tool_calls(("get_weather", {"city": "Lima"})))
+    schema = {
+        "type": "object",
+        "properties": {"celsius": {"type": "integer"}},
+        "required": ["celsius"],
+    }
+
+    completion = client.chat.completions.create(
+        model="cohere-agent",
+        messages=[{"role": "user", "content": "Weather in Lima as JSON?"}],
+        tools=[WEATHER],
+        response_format={"type": "json_schema", "json_schema": {"name": "w", "schema": schema}},
+        safety_identifier=user_id,
+    )
+
+    assert completion.choices[0].finish_reason == "tool_calls"
+    assert completion.choices[0].message.tool_calls[0].function.name == "get_weather"
+    assert len(fakes["cohere"].requests) == 1  # no repair round for a tool call
