@@ -6,8 +6,8 @@ from django.http import Http404, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
-from adminui import config, history, mcp_state, records
-from adminui.collection_routes import collection_router
+from adminui import config, history, mcp_state, records, scores
+from adminui.collection_routes import ItemDetails, collection_router
 from adminui.context import AdminRequest
 from adminui.errors import AdminError, error_response, refusal
 from adminui.parsers import AdminParser, BodyError
@@ -44,9 +44,14 @@ api = AdminAPI(
     parser=AdminParser(),
 )
 api.add_router("", records.router)
-api.add_router("/agents", collection_router(AGENTS, AGENTS.schema))
+api.add_router("", scores.router)
+agent_details = ItemDetails("adminui/_agent_results.html", scores.agent_results)
+api.add_router("/agents", collection_router(AGENTS, AGENTS.schema, details=agent_details))
 api.add_router("/judges", collection_router(JUDGES, JUDGES.schema))
-api.add_router("/experiments", collection_router(EXPERIMENTS, EXPERIMENTS.schema))
+experiment_details = ItemDetails("adminui/_experiment_results.html", scores.experiment_results)
+experiments_router = collection_router(EXPERIMENTS, EXPERIMENTS.schema, details=experiment_details)
+scores.add_stats_route(experiments_router)
+api.add_router("/experiments", experiments_router)
 api.add_router("/providers", collection_router(PROVIDERS, ProviderCreate))
 mcp_router = collection_router(MCP, McpServerCreate, states=mcp_state.summaries)
 mcp_state.add_state_route(mcp_router)

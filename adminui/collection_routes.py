@@ -5,6 +5,7 @@ write sent from an HTML form is decoded and, if refused, shown again by the form
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpResponse
@@ -37,10 +38,22 @@ def author_of(request: AdminRequest) -> str:
 StateSummaries = Callable[[AdminRequest], dict[str, str]]
 
 
+@dataclass(frozen=True)
+class ItemDetails:
+    """More for an entry's page: a template partial and the context it needs."""
+
+    template: str
+    context: Callable[[AdminRequest, str], dict[str, Any]]
+
+
 def collection_router(
-    resource: Resource, create_schema: type[BaseModel], states: StateSummaries | None = None
+    resource: Resource,
+    create_schema: type[BaseModel],
+    states: StateSummaries | None = None,
+    details: ItemDetails | None = None,
 ) -> Router:
-    """The collection's routes; ``states`` adds each entry's live state to its pages."""
+    """The collection's routes; ``states`` adds each entry's live state to its pages,
+    ``details`` more to each entry's page (an agent's scores, an experiment's results)."""
     section, singular, key_name = resource.section, resource.singular, resource.key_field
     schema = resource.schema
     listing = list[schema] if resource.is_list else dict[str, schema]  # type: ignore[valid-type]
@@ -132,7 +145,12 @@ def collection_router(
         item = store.entry(request.runtime.holder, resource, key)
         etag = store.entry_etag(item)
         response["ETag"] = etag
-        state = states(request).get(key, "not running") if states and is_html(request) else None
+        more: dict[str, Any] = {}
+        if is_html(request):
+            if states is not None:
+                more["state"] = states(request).get(key, "not running")
+            if details is not None:
+                more = {**more, **details.context(request, key), "details": details.template}
         answer = respond(
             request,
             item,
@@ -141,7 +159,7 @@ def collection_router(
             key=key,
             fields=tables.fields(item),
             etag=etag,
-            state=state,
+            **more,
         )
         if isinstance(answer, HttpResponse):
             answer["ETag"] = etag

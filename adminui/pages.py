@@ -13,6 +13,7 @@ from agents.resources import RESOURCES
 _RECORD_PAGES = (
     ("Config file", "admin:config"),
     ("Revisions", "admin:revisions"),
+    ("Scores", "admin:scores"),
     ("Conversations", "admin:conversations"),
     ("Usage", "admin:usage"),
 )

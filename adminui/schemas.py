@@ -84,3 +84,37 @@ class OverviewOut(BaseModel):
     agents: list[AgentSummary]
     experiments: list[str]
     problems: list[str] = Field(description="Why the file on disk is not live, if it is not.")
+
+
+class ScoreOut(BaseModel):
+    id: int
+    created_at: datetime
+    user: str
+    agent: str
+    experiment: str
+    variant: str
+    judge: str
+    criterion: str
+    score: int = Field(ge=0, le=10)
+    reasoning: str
+    judge_model: str
+    completion_id: str
+
+
+class ScorePage(BaseModel):
+    data: list[ScoreOut]
+    next: str | None
+
+
+class VariantStatsOut(BaseModel):
+    agent: str
+    users: int
+    requests: int
+    tokens: int
+    scores: dict[str, float] = Field(description='Mean score by "judge.criterion".')
+
+
+class ExperimentStatsOut(BaseModel):
+    experiment: str
+    strategy: str
+    variants: list[VariantStatsOut]

@@ -128,3 +128,6 @@ class Config(Section):
 
     def experiment(self, name: str) -> ExperimentConfig | None:
         return next((exp for exp in self.experiments if exp.name == name), None)
+
+    def judge(self, name: str) -> JudgeConfig | None:
+        return next((judge for judge in self.judges if judge.name == name), None)

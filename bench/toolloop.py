@@ -23,9 +23,8 @@ import httpx
 
 from tests.fakes.base import Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
-from tests.server import PROJECT_DIR, GatewayServer
-
-GREETER = PROJECT_DIR / "tests" / "mcp_servers" / "greeter.py"
+from tests.mcp_servers import GREETER
+from tests.server import GatewayServer
 
 
 def timed(client: httpx.Client, url: str, body: dict) -> float:

@@ -17,6 +17,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
+from core.afterresponse import response_scope
 from gateway import runtime
 
 # Static files (the admin's CSS and the vendored htmx) are served by the app itself, with
@@ -28,7 +29,8 @@ process = runtime.current()
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] != "lifespan":
         await process.started()
-        await django_application(scope, receive, send)
+        with response_scope():  # background work of the request starts once it is sent
+            await django_application(scope, receive, send)
         return
     while True:
         message = await receive()

@@ -28,11 +28,24 @@ async def list_models(request: InferenceRequest) -> HttpResponse:
     holder = request.runtime.holder
     config = live_config(holder.config, holder.problems)
     await check_proxy_auth(request.headers.get("Authorization"), config.auth)
-    data = [
-        {"id": agent.name, "object": "model", "created": 0, "owned_by": OWNED_BY}
-        for agent in config.agents
-    ]
-    return _json({"object": "list", "data": data})
+    return _json({"object": "list", "data": [_model(agent.name) for agent in config.agents]})
+
+
+@api.get("/models/{model_id}")
+async def retrieve_model(request: InferenceRequest, model_id: str) -> HttpResponse:
+    """An agent or an experiment (experiments are valid models, only not listed)."""
+    holder = request.runtime.holder
+    config = live_config(holder.config, holder.problems)
+    await check_proxy_auth(request.headers.get("Authorization"), config.auth)
+    if config.agent(model_id) is None and config.experiment(model_id) is None:
+        raise ApiError(
+            404, f"The model '{model_id}' does not exist", param="model", code="model_not_found"
+        )
+    return _json(_model(model_id))
+
+
+def _model(name: str) -> dict[str, object]:
+    return {"id": name, "object": "model", "created": 0, "owned_by": OWNED_BY}
 
 
 @api.post("/chat/completions")

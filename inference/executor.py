@@ -6,18 +6,24 @@ wrong in a tool is reported to the model as the tool's result, never to the clie
 """
 
 import json
+import random
 from dataclasses import dataclass, replace
 from typing import Any
 
+from django.utils import timezone
+
 from agents.schema import AgentConfig, Config
+from inference.database import in_database
 from inference.engine import Engine
 from inference.errors import ApiError, ToolFailed
+from inference.experiments import bandit_arms, route
 from inference.providers.base import ProviderError, arguments_object
 from inference.providers.types import ChatRequest, Message, ToolCall, Usage
 from inference.toolloop import ToolLoop
 from inference.tools import AgentTool, Toolbox, build_toolbox
 
 MAX_SUBAGENT_DEPTH = 4
+_rng = random.Random()
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,7 @@ class ToolExecutor:
                 f"{MAX_SUBAGENT_DEPTH} levels deep"
             )
         message = _message_argument(arguments)
-        agent = resolve_subagent(context, name)
+        agent = await resolve_subagent(context, name)
         deeper = replace(context, depth=context.depth + 1)
         provider = context.engine.providers.provider(
             agent.provider, context.config.providers[agent.provider]
@@ -88,11 +94,14 @@ class ToolExecutor:
         return answer.text, loop.spent
 
 
-def resolve_subagent(context: CallContext, name: str) -> AgentConfig:
-    agent = context.config.agent(name)
-    if agent is None:
-        raise ToolFailed(f"'{name}' is not an agent of this gateway")
-    return agent
+async def resolve_subagent(context: CallContext, name: str) -> AgentConfig:
+    """The agent behind a subagent name: an agent, or an experiment's variant for the user
+    (a shadow experiment's primary)."""
+    arms = await in_database(bandit_arms, context.config, name, timezone.now())
+    try:
+        return route(context.config, name, context.user_id, arms, _rng).agent
+    except ApiError as error:
+        raise ToolFailed(error.message) from error
 
 
 def _message_argument(arguments: str) -> str:

@@ -32,7 +32,10 @@ class LedgerEntry(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        indexes = [models.Index(fields=["user_id", "created_at"], name="ledger_window")]
+        indexes = [
+            models.Index(fields=["user_id", "created_at"], name="ledger_window"),
+            models.Index(fields=["experiment", "variant"], name="ledger_by_experiment"),
+        ]
 
 
 class ToolExchange(models.Model):
@@ -49,4 +52,46 @@ class ToolExchange(models.Model):
         indexes = [
             models.Index(fields=["user_id", "call_id"], name="exchange_lookup"),
             models.Index(fields=["created_at"], name="exchange_expiry"),
+        ]
+
+
+class JudgeRun(models.Model):
+    """One judge's look at one reply: done, or failed and why (a failure never reaches the
+    user; it is kept here)."""
+
+    completion_id = models.CharField(max_length=64)
+    user_id = models.CharField(max_length=255)
+    agent = models.CharField(max_length=255)  # the agent whose reply was judged
+    experiment = models.CharField(max_length=255, blank=True, default="")
+    variant = models.CharField(max_length=255, blank=True, default="")
+    judge = models.CharField(max_length=255)
+    judge_model = models.CharField(max_length=255)
+    status = models.CharField(max_length=16)  # "ok" or "failed"
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+
+class JudgeScore(models.Model):
+    """One criterion's score of one judged reply (the run's fields repeated, so scores are
+    read and averaged without a join)."""
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="scores")
+    completion_id = models.CharField(max_length=64)
+    user_id = models.CharField(max_length=255)
+    agent = models.CharField(max_length=255)
+    experiment = models.CharField(max_length=255, blank=True, default="")
+    variant = models.CharField(max_length=255, blank=True, default="")
+    judge = models.CharField(max_length=255)
+    criterion = models.CharField(max_length=255)
+    score = models.PositiveSmallIntegerField()  # 0 to 10
+    reasoning = models.TextField()
+    judge_model = models.CharField(max_length=255)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["agent", "created_at"], name="score_by_agent"),
+            models.Index(
+                fields=["experiment", "judge", "criterion", "created_at"], name="score_by_metric"
+            ),
         ]

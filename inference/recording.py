@@ -27,6 +27,8 @@ def record_turn(
         LedgerEntry.objects.create(
             user_id=turn.user_id,
             agent=turn.agent.name,
+            experiment=turn.routing.experiment,
+            variant=turn.routing.variant,
             provider=turn.agent.provider,
             completion_id=turn.completion_id,
             prompt_tokens=usage.prompt_tokens,

@@ -8,17 +8,22 @@ for events as they come. Provider failures leave as ``ApiError``s; the wire modu
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+import random
+from collections.abc import AsyncIterator, Callable, Coroutine
+from functools import partial
+from typing import Any
 
 from django.utils import timezone
 
 from agents.schema import Config
+from core.afterresponse import after_response
 from core.requestlog import RequestLog
 from inference.database import in_database
 from inference.engine import Engine
 from inference.errors import ApiError
 from inference.exchanges import delete_expired
 from inference.executor import CallContext, ToolExecutor
+from inference.judges import JudgedReply, judge_reply, sampled_judges
 from inference.providers.base import ProviderError
 from inference.providers.types import (
     ChatResponse,
@@ -29,11 +34,13 @@ from inference.providers.types import (
     UsageReport,
 )
 from inference.recording import record_turn
+from inference.shadows import run_shadow
 from inference.tokens import estimate_tokens
 from inference.toolloop import ToolLoop
 from inference.turn import Turn
 
 logger = logging.getLogger("gateway.inference")
+_rng = random.Random()
 
 
 class TurnRunner:
@@ -45,12 +52,12 @@ class TurnRunner:
     async def complete(self, turn: Turn) -> ChatResponse:
         loop = self._loop(turn)
         try:
-            answer = await loop.complete(turn.request)
+            answer = await loop.complete(turn.call.request)
         except ProviderError as error:
             await self._record(turn, loop, error.usage, None)
             raise self._failure(error) from error
         await self._record(turn, loop, answer.usage, _remembered(answer))
-        self._after_reply(turn, loop)
+        self._after_reply(turn, loop, answer)
         return answer
 
     async def open_stream(self, turn: Turn) -> AsyncIterator[StreamEvent]:
@@ -70,7 +77,7 @@ class TurnRunner:
         sent: list[str] = []
         outcome = "cut"  # until it is known otherwise, the client went away
         try:
-            async for event in loop.stream(turn.request):
+            async for event in loop.stream(turn.call.request):
                 if isinstance(event, TextDelta):
                     sent.append(event.text)
                 yield event
@@ -93,16 +100,17 @@ class TurnRunner:
             elif outcome == "cut":
                 reply = "".join(sent)
             await asyncio.shield(self._record_quietly(turn, loop, _billed(turn, loop), reply))
-            if outcome == "done":
-                self._after_reply(turn, loop)
+            if outcome == "done" and loop.final is not None:
+                self._after_reply(turn, loop, loop.final)
 
     def _loop(self, turn: Turn) -> ToolLoop:
+        call = turn.call
         context = CallContext(self.config, self.engine, turn.user_id)
         return ToolLoop(
-            turn.provider,
-            turn.toolbox,
-            ToolExecutor(context, turn.toolbox).run,
-            turn.request.response_format,
+            call.provider,
+            call.toolbox,
+            ToolExecutor(context, call.toolbox).run,
+            call.request.response_format,
             self.config.structured_output.max_repairs,
         )
 
@@ -121,13 +129,39 @@ class TurnRunner:
             # The client has its answer already; an error escaping here would hang it.
             logger.exception("could not record turn %s", turn.completion_id)
 
-    def _after_reply(self, turn: Turn, loop: ToolLoop) -> None:
-        """Work that must not delay the reply: it runs in the background, owned by the
+    def _after_reply(self, turn: Turn, loop: ToolLoop, answer: ChatResponse) -> None:
+        """Work that must not delay the reply: judges, shadow variants, housekeeping. It
+        starts once the response has been sent and runs in the background, owned by the
         engine (finished or cancelled on shutdown)."""
-        if loop.exchange is not None:
-            self.engine.background.spawn(
-                in_database(delete_expired, timezone.now()), name="expire tool exchanges"
+        config, engine, routing = self.config, self.engine, turn.routing
+        work: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
+        if not answer.tool_calls:
+            subject = JudgedReply(
+                completion_id=turn.completion_id,
+                user_id=turn.user_id,
+                agent=turn.agent.name,
+                experiment=routing.experiment,
+                variant=routing.variant,
+                user_text=turn.user_text,
+                reply=answer.text,
             )
+            work += [
+                (f"judge {judge.name}", partial(judge_reply, judge, subject, config, engine))
+                for judge in sampled_judges(config, turn.agent.judges, _rng)
+            ]
+        work += [
+            (f"shadow {shadow.name}", partial(run_shadow, shadow, turn, config, engine))
+            for shadow in routing.shadows
+        ]
+        if loop.exchange is not None:
+            work.append(("expire tool exchanges", partial(_expire_exchanges)))
+
+        def start() -> None:
+            for name, coroutine in work:
+                engine.background.spawn(coroutine(), name=f"{name} ({turn.completion_id})")
+
+        if work:
+            after_response(start)
 
     def _failure(self, error: ProviderError) -> ApiError:
         self.log.error = error.code
@@ -155,10 +189,14 @@ def _billed(turn: Turn, loop: ToolLoop) -> Usage:
         return loop.spent
     if current.usage.total_tokens:
         return loop.spent + current.usage
-    request = turn.request
+    request = turn.call.request
     prompt = request.system + "".join(message.content for message in request.messages)
     partial = Usage(estimate_tokens(prompt), estimate_tokens("".join(current.text)))
     return loop.spent + partial
+
+
+async def _expire_exchanges() -> None:
+    await in_database(delete_expired, timezone.now())
 
 
 async def _starting_with(

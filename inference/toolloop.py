@@ -51,7 +51,7 @@ class ToolLoop:
         self,
         provider: Provider,
         toolbox: Toolbox,
-        run_tool: RunTool,
+        run_tool: RunTool | None = None,
         response_format: ResponseFormat | None = None,
         max_repairs: int = 0,
     ) -> None:
@@ -179,7 +179,7 @@ class ToolLoop:
         )
 
     async def _run(self, call: ToolCall) -> tuple[Message, Usage]:
-        if call.name not in self.toolbox.agent_tools:
+        if call.name not in self.toolbox.agent_tools or self.run_tool is None:
             text = f"Error: there is no tool named '{call.name}'."
             return Message(role="tool", content=text, tool_call_id=call.id, name=call.name), Usage()
         return await self.run_tool(call)

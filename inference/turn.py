@@ -1,10 +1,12 @@
 """Everything decided about a turn before the model is called (DESIGN 4.1).
 
 identify the user → parse metadata limits and language → check token budgets and load
-what the database holds for the turn (history, stored tool exchanges) in one call →
-require a user message → resolve the agent → gather its tools → build the request.
+what the database holds for the turn (history, stored tool exchanges, a bandit's means)
+in one call → require a user message → route to an agent (an experiment's variant) →
+gather its tools → build its request.
 """
 
+import random
 import time
 import uuid
 from dataclasses import dataclass
@@ -12,7 +14,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from agents.schema import AgentConfig, Config, HistoryConfig
+from agents.schema import AgentConfig, Config
 from core.requestlog import RequestLog
 from inference.budgets import check_budgets
 from inference.client_request import ClientRequest
@@ -20,14 +22,38 @@ from inference.database import in_database
 from inference.engine import Engine
 from inference.errors import ApiError, invalid_request
 from inference.exchanges import load_exchanges, with_exchanges
+from inference.experiments import Arm, Routing, bandit_arms, route
 from inference.history import load_history
 from inference.identity import resolve_user_id
-from inference.options import TokenCap, parse_options
+from inference.options import RequestOptions, parse_options
 from inference.prompt import build_chat_request
 from inference.providers.base import Provider
 from inference.providers.types import ChatRequest, Message
 from inference.toolloop import Exchange
 from inference.tools import Toolbox, build_toolbox
+
+_rng = random.Random()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """The conversation as the turn found it, before any agent is chosen: every agent
+    that runs for the turn (the answering one, shadow variants) starts from it."""
+
+    client: ClientRequest
+    options: RequestOptions
+    history: tuple[Message, ...]
+    exchanges: dict[str, Exchange]
+
+
+@dataclass(frozen=True)
+class AgentCall:
+    """One agent's side of the turn: its provider, its tools, its request."""
+
+    agent: AgentConfig
+    provider: Provider
+    toolbox: Toolbox
+    request: ChatRequest
 
 
 @dataclass(frozen=True)
@@ -36,12 +62,15 @@ class Turn:
     created: int
     user_id: str
     requested_model: str  # what the client sent as model: history is kept under it
-    agent: AgentConfig
-    provider: Provider
-    toolbox: Toolbox
-    request: ChatRequest
+    routing: Routing
+    setting: Setting
+    call: AgentCall  # the answering agent's
     user_text: str
     include_usage: bool
+
+    @property
+    def agent(self) -> AgentConfig:
+        return self.call.agent
 
 
 async def prepare_turn(
@@ -50,16 +79,8 @@ async def prepare_turn(
     user_id = resolve_user_id(client, config)
     log.user = user_id
     options = parse_options(client.metadata)
-    call_ids = [call.id for message in client.messages for call in message.tool_calls]
-    history, exchanges = await in_database(
-        _before_the_call,
-        user_id,
-        client.model,
-        options.caps,
-        config.history,
-        not client.manages_history,
-        call_ids,
-        timezone.now(),
+    history, exchanges, arms = await in_database(
+        _before_the_call, config, client, user_id, options, timezone.now()
     )
     if client.user_text is None:
         raise invalid_request(
@@ -67,34 +88,35 @@ async def prepare_turn(
             param="messages",
             code="missing_user_message",
         )
-    agent = resolve_agent(config, client.model)
-    log.agent, log.provider = agent.name, agent.provider
-    provider = engine.providers.provider(agent.provider, config.providers[agent.provider])
-    toolbox = await build_toolbox(agent, config, engine.mcp, client.tools, provider.tool_names)
-    own = with_exchanges(tuple(toolbox.to_provider(m) for m in client.messages), exchanges)
+    routing = route(config, client.model, user_id, arms, _rng)
+    log.agent, log.provider = routing.agent.name, routing.agent.provider
+    log.experiment, log.variant = routing.experiment, routing.variant
+    setting = Setting(client, options, tuple(history), exchanges)
     return Turn(
         completion_id=f"chatcmpl-{uuid.uuid4().hex}",
         created=int(time.time()),
         user_id=user_id,
         requested_model=client.model,
-        agent=agent,
-        provider=provider,
-        toolbox=toolbox,
-        request=build_chat_request(agent, client, options, [*history, *own], toolbox),
+        routing=routing,
+        setting=setting,
+        call=await agent_call(routing.agent, setting, config, engine),
         user_text=client.user_text,
         include_usage=client.include_usage,
     )
 
 
-def resolve_agent(config: Config, model: str) -> AgentConfig:
-    agent = config.agent(model)
-    if agent is None:
-        raise invalid_request(
-            f"Unknown model '{model}': it is not an agent of this gateway (see GET /v1/models)",
-            param="model",
-            code="model_not_found",
-        )
-    return agent
+async def agent_call(
+    agent: AgentConfig, setting: Setting, config: Config, engine: Engine
+) -> AgentCall:
+    """``agent``'s request for the turn: its preamble, its tools and the client's, the
+    conversation with the tool names its provider knows."""
+    client = setting.client
+    provider = engine.providers.provider(agent.provider, config.providers[agent.provider])
+    toolbox = await build_toolbox(agent, config, engine.mcp, client.tools, provider.tool_names)
+    own = tuple(toolbox.to_provider(message) for message in client.messages)
+    conversation = [*setting.history, *with_exchanges(own, setting.exchanges)]
+    request = build_chat_request(agent, client, setting.options, conversation, toolbox)
+    return AgentCall(agent, provider, toolbox, request)
 
 
 def live_config(config: Config | None, problems: list[str]) -> Config:
@@ -105,14 +127,9 @@ def live_config(config: Config | None, problems: list[str]) -> Config:
 
 
 def _before_the_call(
-    user_id: str,
-    model: str,
-    caps: tuple[TokenCap, ...],
-    limits: HistoryConfig,
-    wants_history: bool,
-    call_ids: list[str],
-    now: datetime,
-) -> tuple[list[Message], dict[str, Exchange]]:
-    check_budgets(user_id, caps, now)
-    history = load_history(user_id, model, limits) if wants_history else []
-    return history, load_exchanges(user_id, call_ids, now)
+    config: Config, client: ClientRequest, user_id: str, options: RequestOptions, now: datetime
+) -> tuple[list[Message], dict[str, Exchange], dict[str, Arm]]:
+    check_budgets(user_id, options.caps, now)
+    history = [] if client.manages_history else load_history(user_id, client.model, config.history)
+    call_ids = [call.id for message in client.messages for call in message.tool_calls]
+    return history, load_exchanges(user_id, call_ids, now), bandit_arms(config, client.model, now)

@@ -9,21 +9,11 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
-from tests.server import PROJECT_DIR, GatewayServer
+from tests.browser import chromium_page, shot
+from tests.server import GatewayServer
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-ARTIFACTS = PROJECT_DIR / "test-artifacts"
 CONFIG = """\
 # The team's gateway.
 providers:
@@ -50,17 +40,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayServer]:
 
 @pytest.fixture
 def page() -> Iterator[Page]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(15_000)
+    with chromium_page() as page:
         yield page
-        browser.close()
-
-
-def shot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=ARTIFACTS / f"admin-{name}.png", full_page=True)
 
 
 def model_ids(server: GatewayServer) -> list[str]:

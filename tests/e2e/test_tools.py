@@ -18,12 +18,12 @@ import openai
 import pytest
 
 from tests.fakes.base import FakeUpstream, Reply
-from tests.server import PROJECT_DIR, GatewayServer, free_port
+from tests.mcp_servers import GREETER
+from tests.server import GatewayServer, free_port
 from tests.upstreams import FAKE_CLASSES, api_key_of, fake_base_url, sent_tool_calls_and_results
 
 KINDS = list(FAKE_CLASSES)
 JSON = {"Accept": "application/json"}
-GREETER = PROJECT_DIR / "tests" / "mcp_servers" / "greeter.py"
 WEATHER = {
     "type": "function",
     "function": {

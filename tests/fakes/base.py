@@ -10,7 +10,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -81,6 +81,7 @@ class FakeUpstream:
     def __init__(self, port: int = 0) -> None:
         self.requests: list[Recorded] = []
         self._script: list[Reply] = []
+        self._rules: list[tuple[Callable[[Recorded], bool], Reply]] = []
         self._answered = 0
         self._lock = threading.Lock()
         handler = type("Handler", (_Handler,), {"fake": self})
@@ -105,9 +106,16 @@ class FakeUpstream:
         with self._lock:
             self._script.extend(replies)
 
+    def answer_when(self, matches: Callable[[Recorded], bool], reply: Reply) -> None:
+        """Answer every call that ``matches`` with ``reply``, whatever the script says
+        (for calls made in the background, such as judges, whose order is not fixed)."""
+        with self._lock:
+            self._rules.append((matches, reply))
+
     def reset(self) -> None:
         with self._lock:
             self._script.clear()
+            self._rules.clear()
             self.requests.clear()
 
     @property
@@ -119,6 +127,9 @@ class FakeUpstream:
             self._answered += 1
             recorded.number = self._answered
             self.requests.append(recorded)
+            for matches, reply in self._rules:
+                if matches(recorded):
+                    return reply
             return self._script.pop(0) if self._script else self.default_reply(recorded)
 
     def default_reply(self, recorded: Recorded) -> Reply:

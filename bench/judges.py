@@ -1,0 +1,102 @@
+"""What judges cost a reply: median latency of an agent with two judges at sampling rate
+1.0 against the same agent without judges, interleaved in one run.
+
+Judges start once the reply has been sent and run in the background. Two ways:
+
+- paced: a pause after each request lets the background work finish, so the figure is
+  the reply's own path (what the issue asks to be unchanged);
+- back to back: the next request arrives while the judges of the last one still run,
+  so the figure includes sharing the process's CPU with them (a capacity cost).
+
+The fake OpenAI upstream answers both the agent and the judges.
+
+    .venv/bin/python -m bench.judges [--requests 200] [--pause-ms 40]
+"""
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.fakes.base import Recorded, Reply
+from tests.fakes.openai_upstream import OpenAIUpstream
+from tests.server import GatewayServer
+
+VERDICT = {"accuracy": {"score": 8, "reasoning": "Right."}}
+
+
+def timed(client: httpx.Client, url: str, body: dict) -> float:
+    started = time.perf_counter()
+    response = client.post(url, json=body)
+    elapsed = time.perf_counter() - started
+    response.raise_for_status()
+    return elapsed * 1000
+
+
+def config(fake: OpenAIUpstream) -> str:
+    judge = "provider: openai, model: judge, sampling_rate: 1.0, rubrics: {accuracy: Right?}"
+    return (
+        "default_user_id: bench\n"
+        f"providers: {{openai: {{api_key: sk-bench, base_url: '{fake.base_url}'}}}}\n"
+        f"judges: [{{name: first, {judge}}}, {{name: second, {judge}}}]\n"
+        "agents:\n"
+        "  - {name: plain, provider: openai, model: m}\n"
+        "  - {name: judged, provider: openai, model: m, judges: [first, second]}\n"
+    )
+
+
+def is_judge_call(recorded: Recorded) -> bool:
+    return "impartial judge" in json.dumps(recorded.body)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--pause-ms", type=float, default=40.0)
+    arguments = parser.parse_args()
+    count = arguments.requests
+
+    fake = OpenAIUpstream().start()
+    fake.answer_when(is_judge_call, Reply.of_text(json.dumps(VERDICT)))
+    with tempfile.TemporaryDirectory() as workdir:
+        server = GatewayServer(Path(workdir), config(fake)).start()
+        try:
+            paced = measure(server, count, arguments.pause_ms / 1000)
+            back_to_back = measure(server, count, 0.0)
+            judged_calls = sum(1 for recorded in fake.requests if is_judge_call(recorded))
+        finally:
+            server.stop()
+            fake.stop()
+    print(f"{count} requests each, medians in ms; {judged_calls} judge calls ran:")
+    for label, samples in (("paced", paced), ("back to back", back_to_back)):
+        plain, judged = statistics.median(samples["plain"]), statistics.median(samples["judged"])
+        print(
+            f"  {label:12}  without judges {plain:6.2f}  with 2 judges {judged:6.2f}  "
+            f"ratio {judged / plain:4.2f}x  added {judged - plain:+.2f} ms"
+        )
+
+
+def measure(server: GatewayServer, count: int, pause: float) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {"plain": [], "judged": []}
+    url = f"{server.url}/v1/chat/completions"
+    with httpx.Client(timeout=30) as client:
+        for index in range(count + 20):
+            for model in ("plain", "judged"):
+                body = {
+                    "model": model,
+                    "messages": [{"role": "user", "content": f"question {index}"}],
+                    "metadata": {"history": "off"},
+                }
+                elapsed = timed(client, url, body)
+                if index >= 20:
+                    samples[model].append(elapsed)
+                time.sleep(pause)
+    return samples
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""Work that starts once the response has gone out: "after the reply" really is after.
+
+The ASGI entry point opens a scope around each request; code handling the request
+defers callables to it, and they run when the response (a stream included) has been
+sent. Outside such a scope (a management command, a test calling code directly) a
+deferred callable runs at once.
+"""
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+_deferred: ContextVar[list[Callable[[], None]] | None] = ContextVar("deferred", default=None)
+
+
+def after_response(start: Callable[[], None]) -> None:
+    pending = _deferred.get()
+    if pending is None:
+        start()
+    else:
+        pending.append(start)
+
+
+@contextmanager
+def response_scope() -> Iterator[None]:
+    pending: list[Callable[[], None]] = []
+    token = _deferred.set(pending)
+    try:
+        yield
+    finally:
+        _deferred.reset(token)
+        for start in pending:
+            start()

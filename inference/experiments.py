@@ -1,0 +1,140 @@
+"""Which agent answers a ``model`` name: the agent itself, or a variant of an experiment
+(DESIGN 4.8).
+
+- ``split``: a weighted choice; with ``sticky_by_user`` the choice comes from a stable
+  hash of (user id, experiment name), so a user keeps one variant across processes and
+  restarts with nothing written anywhere.
+- ``shadow``: the primary answers; with probability ``sampling_rate`` every other variant
+  also runs in the background (it is judged, never stored, never billed).
+- ``bandit``: epsilon-greedy on the mean of ``metric`` per variant over the window,
+  counting only scores earned inside this experiment; a variant with fewer than
+  ``min_samples`` scores is tried first. The means come from the database, so every
+  process decides on the same data.
+
+Routing reads only the config snapshot (and, for a bandit, those means): a reloaded
+config routes at once.
+"""
+
+import hashlib
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Avg, Count
+
+from agents.schema import AgentConfig, Config, ExperimentConfig
+from inference.errors import invalid_request
+from inference.models import JudgeScore
+
+DEFAULT_EPSILON = 0.1
+DEFAULT_MIN_SAMPLES = 30
+DEFAULT_WINDOW_SECONDS = 7 * 86400
+
+
+@dataclass(frozen=True)
+class Arm:
+    """A bandit variant's record inside its experiment: mean metric and number of scores."""
+
+    mean: float
+    samples: int
+
+
+@dataclass(frozen=True)
+class Routing:
+    agent: AgentConfig  # the agent that answers
+    experiment: str = ""  # the experiment the client named, if it named one
+    shadows: tuple[AgentConfig, ...] = ()  # variants that also run, in the background
+
+    @property
+    def variant(self) -> str:
+        return self.agent.name if self.experiment else ""
+
+
+def route(
+    config: Config, model: str, user_id: str, arms: dict[str, Arm], rng: random.Random
+) -> Routing:
+    """The agent for ``model`` (400 if it names neither an agent nor an experiment)."""
+    agent = config.agent(model)
+    if agent is not None:
+        return Routing(agent)
+    experiment = config.experiment(model)
+    if experiment is None:
+        raise invalid_request(
+            f"Unknown model '{model}': it is neither an agent nor an experiment of this "
+            "gateway (see GET /v1/models)",
+            param="model",
+            code="model_not_found",
+        )
+    if experiment.strategy == "shadow":
+        primary = _agent(config, experiment.primary or experiment.variants[0].agent)
+        rate = 1.0 if experiment.sampling_rate is None else experiment.sampling_rate
+        others = tuple(
+            _agent(config, variant.agent)
+            for variant in experiment.variants
+            if variant.agent != primary.name
+        )
+        shadows = others if rng.random() < rate else ()
+        return Routing(primary, experiment.name, shadows)
+    if experiment.strategy == "bandit":
+        chosen = bandit_choice(experiment, arms, rng)
+    else:
+        chosen = split_choice(experiment, user_id, rng)
+    return Routing(_agent(config, chosen), experiment.name)
+
+
+def split_choice(experiment: ExperimentConfig, user_id: str, rng: random.Random) -> str:
+    draw = sticky_draw(user_id, experiment.name) if experiment.sticky_by_user else rng.random()
+    total = sum(variant.weight for variant in experiment.variants)
+    point = draw * total
+    for variant in experiment.variants:
+        point -= variant.weight
+        if point < 0:
+            return variant.agent
+    return experiment.variants[-1].agent
+
+
+def sticky_draw(user_id: str, experiment: str) -> float:
+    """A number in [0, 1) fixed by (user id, experiment name), the same everywhere."""
+    digest = hashlib.sha256(f"{experiment}\x00{user_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def bandit_choice(experiment: ExperimentConfig, arms: dict[str, Arm], rng: random.Random) -> str:
+    names = [variant.agent for variant in experiment.variants]
+    minimum = DEFAULT_MIN_SAMPLES if experiment.min_samples is None else experiment.min_samples
+    unexplored = [name for name in names if arms.get(name, Arm(0.0, 0)).samples < minimum]
+    if unexplored:
+        fewest = min(arms.get(name, Arm(0.0, 0)).samples for name in unexplored)
+        return rng.choice([n for n in unexplored if arms.get(n, Arm(0.0, 0)).samples == fewest])
+    epsilon = DEFAULT_EPSILON if experiment.epsilon is None else experiment.epsilon
+    if rng.random() < epsilon:
+        return rng.choice(names)
+    best = max(arms[name].mean for name in names)
+    return rng.choice([name for name in names if arms[name].mean == best])
+
+
+def bandit_arms(config: Config, model: str, now: datetime) -> dict[str, Arm]:
+    """The means a bandit experiment decides on (empty for anything else). ORM code, run
+    in the turn's batched database call."""
+    experiment = config.experiment(model)
+    if experiment is None or experiment.strategy != "bandit" or experiment.metric is None:
+        return {}
+    judge, _, criterion = experiment.metric.partition(".")
+    window = experiment.bandit_window_seconds or DEFAULT_WINDOW_SECONDS
+    rows = (
+        JudgeScore.objects.filter(
+            experiment=experiment.name,
+            judge=judge,
+            criterion=criterion,
+            created_at__gt=now - timedelta(seconds=window),
+        )
+        .values("variant")
+        .annotate(mean=Avg("score"), samples=Count("id"))
+    )
+    return {row["variant"]: Arm(float(row["mean"]), row["samples"]) for row in rows}
+
+
+def _agent(config: Config, name: str) -> AgentConfig:
+    agent = config.agent(name)
+    assert agent is not None, f"validation guarantees variant '{name}' is an agent"
+    return agent
