@@ -43,6 +43,9 @@ class AgentConfig(Section):
     judges: list[str] = []
     subagents: list[str] = []
     mcp_tools: list[McpToolsRef] = []
+    history: bool = Field(
+        default=True, description="Our extension: false = nothing replayed or stored."
+    )
 
 
 class JudgeConfig(Section):

@@ -9,13 +9,14 @@ from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
 from agents.loader import format_path
-from inference import openai_wire
+from inference import openai_wire, responses_wire
 from inference.auth import check_proxy_auth
 from inference.client_request import from_chat_completion
 from inference.context import InferenceRequest
 from inference.errors import ApiError, invalid_request
+from inference.responses_request import from_responses
 from inference.runner import TurnRunner
-from inference.schemas import ChatCompletionIn
+from inference.schemas import ChatCompletionIn, ResponsesIn
 from inference.turn import live_config, prepare_turn
 
 OWNED_BY = "agent-gateway"
@@ -53,7 +54,7 @@ async def chat_completions(request: InferenceRequest, payload: ChatCompletionIn)
     holder, engine = request.runtime.holder, request.runtime.engine
     config = live_config(holder.config, holder.problems)
     await check_proxy_auth(request.headers.get("Authorization"), config.auth)
-    client = from_chat_completion(payload)
+    client = from_chat_completion(payload, request.headers.get("X-User-Id"))
     turn = await prepare_turn(client, config, engine, request.log)
     runner = TurnRunner(config, engine, request.log)
     if client.stream:
@@ -61,6 +62,23 @@ async def chat_completions(request: InferenceRequest, payload: ChatCompletionIn)
         return _event_stream(openai_wire.chunks(turn, events))
     answer = await runner.complete(turn)
     return _json(openai_wire.completion(turn, answer))
+
+
+@api.post("/responses")
+async def responses(request: InferenceRequest, payload: ResponsesIn) -> HttpResponse:
+    """The Responses API over the same turn (a stateless subset: DESIGN 3.2)."""
+    holder, engine = request.runtime.holder, request.runtime.engine
+    config = live_config(holder.config, holder.problems)
+    await check_proxy_auth(request.headers.get("Authorization"), config.auth)
+    client = from_responses(payload, request.headers.get("X-User-Id"))
+    turn = await prepare_turn(client, config, engine, request.log, id_prefix="resp_")
+    runner = TurnRunner(config, engine, request.log)
+    settings = responses_wire.echo(payload)
+    if client.stream:
+        events = await runner.open_stream(turn)
+        return _event_stream(responses_wire.events(turn, settings, events))
+    answer = await runner.complete(turn)
+    return _json(responses_wire.response(turn, settings, answer))
 
 
 def _json(body: dict) -> HttpResponse:

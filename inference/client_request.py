@@ -5,12 +5,15 @@ can get wrong here is a 400 naming the field: tools of another type or with a
 malformed schema, an unknown ``tool_choice``, a tool message that answers no call.
 """
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from inference.errors import invalid_request
 from inference.providers.types import (
+    Image,
     Message,
+    Part,
     ResponseFormat,
     Sampling,
     ToolCall,
@@ -21,6 +24,7 @@ from inference.schemas import ChatCompletionIn, ChatMessageIn
 from inference.structured import check_json_schema, parse_response_format
 
 SYSTEM_ROLES = ("system", "developer")
+_DATA_IMAGE = re.compile(r"data:image/[A-Za-z0-9.+-]+;base64,")
 
 
 @dataclass(frozen=True)
@@ -38,17 +42,26 @@ class ClientRequest:
     metadata: dict[str, str] | None = None
     safety_identifier: str | None = None
     user: str | None = None
+    header_user: str | None = None  # X-User-Id, for clients that cannot set body fields
     stream: bool = False
     include_usage: bool = False
 
 
-def from_chat_completion(body: ChatCompletionIn) -> ClientRequest:
+def from_chat_completion(body: ChatCompletionIn, header_user: str | None = None) -> ClientRequest:
+    if body.n is not None and body.n != 1:
+        raise invalid_request(
+            "n must be 1: the gateway answers one choice per request (history and budgets "
+            "count turns)",
+            param="n",
+            code="unsupported_parameter",
+        )
     tools = function_tools(body.tools or [], "tools")
+    messages = tuple(_conversation(body.messages))
     return ClientRequest(
         model=body.model,
         system=tuple(message.text for message in body.messages if message.role in SYSTEM_ROLES),
-        messages=tuple(_conversation(body.messages)),
-        user_text=_last_user_text(body.messages),
+        messages=messages,
+        user_text=_last_user_text(list(messages)),
         manages_history=any(message.role == "assistant" for message in body.messages),
         tools=tools,
         tool_choice=tool_choice(body.tool_choice, tools, "tool_choice"),
@@ -58,6 +71,7 @@ def from_chat_completion(body: ChatCompletionIn) -> ClientRequest:
         metadata=body.metadata,
         safety_identifier=body.safety_identifier,
         user=body.user,
+        header_user=header_user,
         stream=body.stream,
         include_usage=bool(body.stream_options and body.stream_options.include_usage),
     )
@@ -192,23 +206,83 @@ def _conversation(messages: list[ChatMessageIn]) -> list[Message]:
                 )
             )
         else:
-            converted.append(Message(role="user", content=message.text))
+            converted.append(_user_message(message, index))
     return converted
 
 
-def _last_user_text(messages: list[ChatMessageIn]) -> str | None:
+def _user_message(message: ChatMessageIn, index: int) -> Message:
+    if not isinstance(message.content, list):
+        return Message(role="user", content=message.text)
+    parts: list[Part] = []
+    for position, part in enumerate(message.content):
+        where = f"messages[{index}].content[{position}]"
+        if part.type == "text":
+            parts.append(part.text or "")
+        elif part.type == "image_url" and part.image_url is not None:
+            parts.append(image(part.image_url.url, f"{where}.image_url.url"))
+        else:
+            raise unsupported_part(part.type, where, "text and image_url")
+    return user_message(parts)
+
+
+def user_message(parts: list[Part]) -> Message:
+    text = "".join(part for part in parts if isinstance(part, str))
+    with_images = any(isinstance(part, Image) for part in parts)
+    return Message(role="user", content=text, parts=tuple(parts) if with_images else ())
+
+
+def image(url: str, param: str) -> Image:
+    """An image given by https URL or ``data:image/...;base64,`` URI (400 otherwise)."""
+    if url.startswith("https://") or _DATA_IMAGE.match(url):
+        return Image(url)
+    raise invalid_request(
+        f"{param} must be an https URL or a data:image/...;base64, URI",
+        param=param,
+        code="invalid_image_url",
+    )
+
+
+def unsupported_part(kind: str | None, where: str, supported: str) -> Exception:
+    return invalid_request(
+        f"{where}: content parts of type {kind!r} are not supported (only {supported})",
+        param=where,
+        code="unsupported_content_part",
+    )
+
+
+def remembered_text(message: Message) -> str:
+    """A message's text as history keeps it: ``[image]`` where an image was."""
+    if not message.parts:
+        return message.content
+    return "".join(part if isinstance(part, str) else "[image]" for part in message.parts)
+
+
+def _last_user_text(messages: list[Message]) -> str | None:
     for message in reversed(messages):
         if message.role == "user":
-            return message.text
+            return remembered_text(message)
     return None
 
 
 def _sampling(body: ChatCompletionIn) -> Sampling:
     stop = (body.stop,) if isinstance(body.stop, str) else tuple(body.stop or ())
+    extras = {
+        name: value
+        for name in ("logit_bias", "service_tier", "verbosity", "prediction", "modalities")
+        if (value := getattr(body, name)) is not None
+    }
+    completion_limit = body.max_completion_tokens is not None
     return Sampling(
         temperature=body.temperature,
         top_p=body.top_p,
-        max_tokens=body.max_completion_tokens or body.max_tokens,
+        max_tokens=body.max_completion_tokens if completion_limit else body.max_tokens,
+        max_tokens_name="max_completion_tokens" if completion_limit else "max_tokens",
         stop=stop,
         seed=body.seed,
+        frequency_penalty=body.frequency_penalty,
+        presence_penalty=body.presence_penalty,
+        reasoning_effort=body.reasoning_effort,
+        logprobs=body.logprobs,
+        top_logprobs=body.top_logprobs,
+        openai_extras=extras,
     )

@@ -1,4 +1,5 @@
-"""Who the request is for: ``safety_identifier``, else ``user``, else ``default_user_id``."""
+"""Who the request is for: ``safety_identifier``, else ``user``, else the ``X-User-Id``
+header, else the config's ``default_user_id``."""
 
 from agents.schema import Config
 from inference.client_request import ClientRequest
@@ -11,6 +12,7 @@ def resolve_user_id(client: ClientRequest, config: Config) -> str:
     for field, candidate in (
         ("safety_identifier", client.safety_identifier),
         ("user", client.user),
+        ("X-User-Id", client.header_user),
         ("default_user_id", config.default_user_id),
     ):
         if candidate is not None and candidate.strip():

@@ -44,7 +44,7 @@ def completion(turn: Turn, answer: ChatResponse) -> dict[str, Any]:
                 "index": 0,
                 "message": message,
                 "finish_reason": answer.finish_reason,
-                "logprobs": None,
+                "logprobs": answer.logprobs,
             }
         ],
         "usage": usage_body(answer.usage),

@@ -1,4 +1,5 @@
-"""The ``metadata`` keys the gateway interprets: token caps and the reply language."""
+"""The ``metadata`` keys the gateway interprets: token caps, the reply language, and
+``history: "off"`` for a stateless call."""
 
 import re
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ class ReplyLanguage:
 class RequestOptions:
     caps: tuple[TokenCap, ...] = ()
     language: ReplyLanguage | None = None
+    history: bool = True  # replay and store history (metadata history "off": neither)
 
 
 def parse_options(metadata: dict[str, str] | None) -> RequestOptions:
@@ -53,8 +55,17 @@ def parse_options(metadata: dict[str, str] | None) -> RequestOptions:
             )
         caps.append(TokenCap(window=window, seconds=seconds, cap=int(value)))
     language = metadata.get("language")
+    history = metadata.get("history", "on")
+    if history not in ("on", "off"):
+        raise invalid_request(
+            f"metadata.history must be 'on' or 'off', got {history!r}",
+            param="metadata.history",
+            code="invalid_metadata",
+        )
     return RequestOptions(
-        caps=tuple(caps), language=parse_language(language) if language is not None else None
+        caps=tuple(caps),
+        language=parse_language(language) if language is not None else None,
+        history=history == "on",
     )
 
 

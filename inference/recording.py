@@ -36,7 +36,7 @@ def record_turn(
             total_tokens=usage.total_tokens,
             created_at=now,
         )
-        if reply is not None:
+        if reply is not None and turn.remembers:
             StoredMessage.objects.bulk_create(
                 history_rows(turn.user_id, turn.requested_model, turn.user_text, reply)
             )

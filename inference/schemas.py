@@ -13,9 +13,15 @@ class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class ImageUrlIn(_Lenient):
+    url: str
+    detail: str | None = None
+
+
 class ContentPart(_Lenient):
     type: str
     text: str | None = None
+    image_url: ImageUrlIn | None = None
 
 
 class FunctionCallIn(_Lenient):
@@ -64,6 +70,39 @@ class ChatCompletionIn(_Lenient):
     max_completion_tokens: int | None = None
     stop: str | list[str] | None = None
     seed: int | None = None
+    n: int | None = None
+    frequency_penalty: FiniteFloat | None = None
+    presence_penalty: FiniteFloat | None = None
+    reasoning_effort: str | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+    logit_bias: dict[str, float] | None = None
+    service_tier: str | None = None
+    verbosity: str | None = None
+    prediction: dict[str, Any] | None = None
+    modalities: list[str] | None = None
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
+
+
+class ResponsesIn(_Lenient):
+    """The body of ``POST /v1/responses`` (the stateless subset the gateway serves)."""
+
+    model: str
+    input: str | list[dict[str, Any]]
+    instructions: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    text: dict[str, Any] | None = None
+    reasoning: dict[str, Any] | None = None
+    temperature: FiniteFloat | None = None
+    top_p: FiniteFloat | None = None
+    max_output_tokens: int | None = None
+    metadata: dict[str, str] | None = None
+    user: str | None = None
+    safety_identifier: str | None = None
+    stream: bool = False
+    store: bool | None = None
+    previous_response_id: str | None = None

@@ -72,9 +72,18 @@ class Turn:
     def agent(self) -> AgentConfig:
         return self.call.agent
 
+    @property
+    def remembers(self) -> bool:
+        """Whether the turn is kept in history (not for a stateless call or agent)."""
+        return self.setting.options.history and self.agent.history
+
 
 async def prepare_turn(
-    client: ClientRequest, config: Config, engine: Engine, log: RequestLog
+    client: ClientRequest,
+    config: Config,
+    engine: Engine,
+    log: RequestLog,
+    id_prefix: str = "chatcmpl-",
 ) -> Turn:
     user_id = resolve_user_id(client, config)
     log.user = user_id
@@ -91,9 +100,11 @@ async def prepare_turn(
     routing = route(config, client.model, user_id, arms, _rng)
     log.agent, log.provider = routing.agent.name, routing.agent.provider
     log.experiment, log.variant = routing.experiment, routing.variant
+    if not routing.agent.history:
+        history = []
     setting = Setting(client, options, tuple(history), exchanges)
     return Turn(
-        completion_id=f"chatcmpl-{uuid.uuid4().hex}",
+        completion_id=f"{id_prefix}{uuid.uuid4().hex}",
         created=int(time.time()),
         user_id=user_id,
         requested_model=client.model,
@@ -130,6 +141,9 @@ def _before_the_call(
     config: Config, client: ClientRequest, user_id: str, options: RequestOptions, now: datetime
 ) -> tuple[list[Message], dict[str, Exchange], dict[str, Arm]]:
     check_budgets(user_id, options.caps, now)
-    history = [] if client.manages_history else load_history(user_id, client.model, config.history)
+    agent = config.agent(client.model)
+    stateless = not options.history or (agent is not None and not agent.history)
+    replays = not (client.manages_history or stateless)
+    history = load_history(user_id, client.model, config.history) if replays else []
     call_ids = [call.id for message in client.messages for call in message.tool_calls]
     return history, load_exchanges(user_id, call_ids, now), bandit_arms(config, client.model, now)

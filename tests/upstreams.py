@@ -90,6 +90,7 @@ def shared_config(upstreams: dict[str, FakeUpstream]) -> str:
             f"    preamble: You are the {kind} agent of ACME.",
         ]
     lines += [
+        "  - {name: stateless-agent, provider: openai, model: stateless-model, history: false}",
         "experiments:",
         "  - name: openai-experiment",
         "    strategy: split",

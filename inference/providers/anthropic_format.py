@@ -12,7 +12,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from inference.providers.base import Provider, ProviderError, arguments_object, upstream_message
+from inference.providers.base import (
+    Provider,
+    ProviderError,
+    arguments_object,
+    thinking_budget,
+    upstream_message,
+)
 from inference.providers.toolnames import LETTERS_DIGITS_DASHES
 from inference.providers.types import (
     ChatRequest,
@@ -20,6 +26,7 @@ from inference.providers.types import (
     Finish,
     FinishReason,
     Message,
+    Part,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -32,6 +39,7 @@ from inference.providers.types import (
 API_VERSION = "2023-06-01"
 # Anthropic requires max_tokens. 4096 is within the output limit of every Claude model.
 DEFAULT_MAX_TOKENS = 4096
+MIN_THINKING = 1024  # the smallest thinking budget Anthropic takes
 RESPONSE_TOOL = "json_response"
 
 _STOP_REASONS: dict[str, FinishReason] = {
@@ -108,6 +116,7 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
         "max_tokens": sampling.max_tokens or DEFAULT_MAX_TOKENS,
         "messages": encode_messages(request.messages),
     }
+    budget = thinking_budget(sampling.reasoning_effort)
     if request.system:
         body["system"] = request.system
     if sampling.temperature is not None:
@@ -134,6 +143,9 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
         body["tool_choice"] = {"type": "tool", "name": RESPONSE_TOOL}
     if tools:
         body["tools"] = tools
+    forced = body.get("tool_choice", {}).get("type") in ("any", "tool")
+    if budget and not forced:  # Claude thinks only when no tool is forced
+        body.update(_thinking(budget, sampling.max_tokens))
     if stream:
         body["stream"] = True
     return body
@@ -168,13 +180,28 @@ def encode_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     return encoded
 
 
+def _thinking(budget: int, max_tokens: int | None) -> dict[str, Any]:
+    """Extended thinking: the budget must stay under max_tokens (and at least 1024)."""
+    if max_tokens is not None:
+        budget = min(budget, max_tokens - 1)
+        if budget < MIN_THINKING:
+            return {}
+        return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+    return {
+        "thinking": {"type": "enabled", "budget_tokens": budget},
+        "max_tokens": budget + DEFAULT_MAX_TOKENS,
+    }
+
+
 def _blocks(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
         return [
             {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
         ]
     blocks: list[dict[str, Any]] = []
-    if message.content:
+    if message.with_images:
+        blocks.extend(_part_block(part) for part in message.parts)
+    elif message.content:
         blocks.append({"type": "text", "text": message.content})
     blocks.extend(
         {
@@ -186,6 +213,16 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
         for call in message.tool_calls
     )
     return blocks
+
+
+def _part_block(part: Part) -> dict[str, Any]:
+    if isinstance(part, str):
+        return {"type": "text", "text": part}
+    inline = part.inline
+    if inline is None:
+        return {"type": "image", "source": {"type": "url", "url": part.url}}
+    media_type, data = inline
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
 
 
 def _response_tool_schema(request: ChatRequest) -> dict[str, Any] | None:

@@ -192,6 +192,14 @@ def upstream_message(text: str) -> str:
     return text.strip()[:500]
 
 
+# Tokens of thought for each reasoning_effort, where a provider takes a budget instead.
+THINKING_BUDGETS = {"none": 0, "minimal": 0, "low": 1024, "medium": 4096, "high": 16384}
+
+
+def thinking_budget(effort: str | None) -> int | None:
+    return THINKING_BUDGETS.get(effort) if effort is not None else None
+
+
 def arguments_object(arguments: str) -> dict[str, Any]:
     """Tool-call arguments as the JSON object Anthropic and Gemini want instead of text."""
     try:

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 
 from inference.providers.base import Provider, ProviderError, upstream_message
-from inference.providers.openai_format import encode_tool_calls, encode_tools
+from inference.providers.openai_format import encode_content, encode_tool_calls, encode_tools
 from inference.providers.toolnames import COHERE_NAMES
 from inference.providers.types import (
     ChatRequest,
@@ -111,6 +111,8 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
         ("p", sampling.top_p),
         ("max_tokens", sampling.max_tokens),
         ("seed", sampling.seed),
+        ("frequency_penalty", sampling.frequency_penalty),
+        ("presence_penalty", sampling.presence_penalty),
     ):
         if value is not None:
             body[name] = value
@@ -151,7 +153,7 @@ def _encode_message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     if message.role == "user" or not message.tool_calls:
-        return {"role": message.role, "content": message.content}
+        return {"role": message.role, "content": encode_content(message)}
     encoded: dict[str, Any] = {
         "role": "assistant",
         "tool_calls": encode_tool_calls(message.tool_calls),

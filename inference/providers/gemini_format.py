@@ -2,10 +2,12 @@
 
 import json
 import math
+import mimetypes
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -14,6 +16,7 @@ from inference.providers.base import (
     ProviderError,
     arguments_object,
     retry_after_header,
+    thinking_budget,
     upstream_message,
 )
 from inference.providers.gemini_schema import to_gemini_schema
@@ -24,6 +27,7 @@ from inference.providers.types import (
     Finish,
     FinishReason,
     Message,
+    Part,
     ResponseFormat,
     StreamEvent,
     TextDelta,
@@ -150,7 +154,9 @@ def _parts(message: Message, call_names: dict[str, str]) -> list[dict[str, Any]]
         response = {"id": message.tool_call_id, "name": name, "response": _result(message.content)}
         return [{"functionResponse": response}]
     parts: list[dict[str, Any]] = []
-    if message.content:
+    if message.with_images:
+        parts.extend(_content_part(part) for part in message.parts)
+    elif message.content:
         parts.append({"text": message.content})
     for call in message.tool_calls:
         part: dict[str, Any] = {
@@ -164,6 +170,16 @@ def _parts(message: Message, call_names: dict[str, str]) -> list[dict[str, Any]]
             part["thoughtSignature"] = call.signature
         parts.append(part)
     return parts
+
+
+def _content_part(part: Part) -> dict[str, Any]:
+    if isinstance(part, str):
+        return {"text": part}
+    inline = part.inline
+    if inline is not None:
+        return {"inlineData": {"mimeType": inline[0], "data": inline[1]}}
+    mime_type = mimetypes.guess_type(urlsplit(part.url).path)[0] or "image/jpeg"
+    return {"fileData": {"mimeType": mime_type, "fileUri": part.url}}
 
 
 def _result(content: str) -> dict[str, Any]:
@@ -183,11 +199,16 @@ def _generation_config(request: ChatRequest) -> dict[str, Any]:
         ("topP", sampling.top_p),
         ("maxOutputTokens", sampling.max_tokens),
         ("seed", sampling.seed),
+        ("frequencyPenalty", sampling.frequency_penalty),
+        ("presencePenalty", sampling.presence_penalty),
     ):
         if value is not None:
             config[name] = value
     if sampling.stop:
         config["stopSequences"] = list(sampling.stop)
+    budget = thinking_budget(sampling.reasoning_effort)
+    if budget is not None:
+        config["thinkingConfig"] = {"thinkingBudget": budget}
     if request.response_format is not None:
         config.update(_response_config(request.response_format))
     return config

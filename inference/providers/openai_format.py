@@ -12,6 +12,7 @@ from inference.providers.types import (
     FinishReason,
     Message,
     ResponseFormat,
+    Sampling,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -68,6 +69,7 @@ class OpenAIFormatProvider(Provider):
             finish_reason=_FINISH_REASONS.get(choice.get("finish_reason") or "stop", "stop"),
             usage=_usage(body.get("usage")),
             tool_calls=calls,
+            logprobs=choice.get("logprobs"),
         )
 
     async def stream_events(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
@@ -88,13 +90,7 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
         messages.append({"role": "system", "content": request.system})
     messages.extend(_encode_message(message) for message in request.messages)
     body: dict[str, Any] = {"model": request.model, "messages": messages}
-    sampling = request.sampling
-    for name in ("temperature", "top_p", "max_tokens", "seed"):
-        value = getattr(sampling, name)
-        if value is not None:
-            body[name] = value
-    if sampling.stop:
-        body["stop"] = list(sampling.stop)
+    body.update(_sampling(request.sampling))
     if request.tools:
         body["tools"] = encode_tools(request.tools)
         if request.tool_choice is not None:
@@ -161,10 +157,48 @@ def encode_response_format(response_format: ResponseFormat) -> dict[str, Any] | 
     }
 
 
+def _sampling(sampling: Sampling) -> dict[str, Any]:
+    """Every parameter under its own name, as the client gave it."""
+    encoded: dict[str, Any] = {
+        name: value
+        for name in _PASSED_AS_THEY_ARE
+        if (value := getattr(sampling, name)) is not None
+    }
+    if sampling.max_tokens is not None:
+        encoded[sampling.max_tokens_name] = sampling.max_tokens
+    if sampling.stop:
+        encoded["stop"] = list(sampling.stop)
+    return encoded | sampling.openai_extras
+
+
+_PASSED_AS_THEY_ARE = (
+    "temperature",
+    "top_p",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "reasoning_effort",
+    "logprobs",
+    "top_logprobs",
+)
+
+
+def encode_content(message: Message) -> str | list[dict[str, Any]]:
+    """Text, or text and image parts in order (the shape Cohere v2 shares)."""
+    if not message.with_images:
+        return message.content
+    return [
+        {"type": "text", "text": part}
+        if isinstance(part, str)
+        else {"type": "image_url", "image_url": {"url": part.url}}
+        for part in message.parts
+    ]
+
+
 def _encode_message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-    encoded: dict[str, Any] = {"role": message.role, "content": message.content}
+    encoded: dict[str, Any] = {"role": message.role, "content": encode_content(message)}
     if message.tool_calls:
         encoded["content"] = message.content or None
         encoded["tool_calls"] = encode_tool_calls(message.tool_calls)

@@ -22,12 +22,35 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Image:
+    """An image in a message: an https URL, or a ``data:`` URI with the bytes."""
+
+    url: str
+
+    @property
+    def inline(self) -> tuple[str, str] | None:
+        """(media type, base64 data) of a ``data:`` URI; None for a URL."""
+        if not self.url.startswith("data:"):
+            return None
+        header, _, data = self.url.partition(",")
+        return header.removeprefix("data:").split(";")[0] or "image/png", data
+
+
+Part = str | Image  # a piece of a message's content: text, or an image
+
+
+@dataclass(frozen=True)
 class Message:
     role: Role
-    content: str
+    content: str  # the text (of all text parts, when there are parts)
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None  # on role "tool": the call this result answers
     name: str | None = None  # on role "tool": the tool's name (Gemini needs it)
+    parts: tuple[Part, ...] = ()  # the content in order, when it holds images
+
+    @property
+    def with_images(self) -> bool:
+        return any(isinstance(part, Image) for part in self.parts)
 
 
 @dataclass(frozen=True)
@@ -62,11 +85,25 @@ class ResponseFormat:
 
 @dataclass(frozen=True)
 class Sampling:
+    """How to sample, with the parameters the client gave (each provider module maps
+    what it can to its own names and drops the rest; see docs/api.md)."""
+
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = None
+    # The name the client gave the limit: OpenAI-format kinds get it under that name
+    # (reasoning models refuse max_tokens).
+    max_tokens_name: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    reasoning_effort: str | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+    # OpenAI's own parameters that no other kind has an equivalent of (logit_bias,
+    # service_tier, verbosity, prediction, modalities), passed on as they came.
+    openai_extras: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -106,6 +143,7 @@ class ChatResponse:
     finish_reason: FinishReason = "stop"
     usage: Usage = Usage()
     tool_calls: tuple[ToolCall, ...] = ()
+    logprobs: Any = None  # the provider's logprobs object, where it gives OpenAI's shape
 
 
 @dataclass(frozen=True)

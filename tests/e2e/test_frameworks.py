@@ -2,37 +2,12 @@
 (``.venv-clients``, set up by scripts/test): their tool calls and tool results go
 through the gateway to a provider and back."""
 
-import json
-import subprocess
-from pathlib import Path
-from typing import Any
-
 import pytest
 
 from tests.fakes.base import FakeUpstream, Reply
-from tests.server import PROJECT_DIR, GatewayServer
+from tests.frameworks import run_client
+from tests.server import GatewayServer
 from tests.upstreams import sent_tool_calls_and_results
-
-CLIENTS = PROJECT_DIR / "tests" / "clients"
-PYTHON = PROJECT_DIR / ".venv-clients" / "bin" / "python"
-
-
-def run_client(script: str, gateway: GatewayServer, model: str, user: str) -> dict[str, Any]:
-    result = subprocess.run(
-        [str(PYTHON), str(CLIENTS / script), f"{gateway.url}/v1", model, user],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=Path(CLIENTS),
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(Path.home()),
-            "OPENAI_AGENTS_DISABLE_TRACING": "1",
-        },
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])

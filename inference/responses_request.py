@@ -1,0 +1,221 @@
+"""A ``POST /v1/responses`` body in the gateway's neutral terms (DESIGN 3.2).
+
+Served statelessly: ``input`` carries the conversation (messages, the model's function
+calls, their outputs); the gateway's own per-user history is the stateful mode, so
+``previous_response_id`` is refused. Anything the gateway cannot serve is a 400 naming
+the field: built-in tools, item or content types other than the ones below.
+"""
+
+from typing import Any
+
+from inference.client_request import (
+    ClientRequest,
+    checked_names,
+    image,
+    remembered_text,
+    tool_choice,
+    tool_spec,
+    unsupported_part,
+    user_message,
+)
+from inference.errors import invalid_request
+from inference.providers.types import Message, Part, ResponseFormat, Sampling, ToolCall, ToolSpec
+from inference.schemas import ResponsesIn
+from inference.structured import check_json_schema
+
+SYSTEM_ROLES = ("system", "developer")
+
+
+def from_responses(body: ResponsesIn, header_user: str | None = None) -> ClientRequest:
+    if body.previous_response_id is not None:
+        raise invalid_request(
+            "previous_response_id is not supported: send the whole conversation in input "
+            "(the gateway keeps each user's history itself; see metadata.history)",
+            param="previous_response_id",
+            code="unsupported_parameter",
+        )
+    items = [{"role": "user", "content": body.input}] if isinstance(body.input, str) else body.input
+    system, messages = _conversation(items)
+    if body.instructions:
+        system.insert(0, body.instructions)
+    tools = _tools(body.tools or [])
+    user_text = next((remembered_text(m) for m in reversed(messages) if m.role == "user"), None)
+    return ClientRequest(
+        model=body.model,
+        system=tuple(system),
+        messages=tuple(messages),
+        user_text=user_text,
+        manages_history=any(message.role == "assistant" for message in messages),
+        tools=tools,
+        tool_choice=tool_choice(body.tool_choice, tools, "tool_choice"),
+        parallel_tool_calls=body.parallel_tool_calls,
+        sampling=Sampling(
+            temperature=body.temperature,
+            top_p=body.top_p,
+            max_tokens=body.max_output_tokens,
+            reasoning_effort=(body.reasoning or {}).get("effort"),
+        ),
+        response_format=_text_format(body.text),
+        metadata=body.metadata,
+        safety_identifier=body.safety_identifier,
+        user=body.user,
+        header_user=header_user,
+        stream=body.stream,
+        include_usage=True,
+    )
+
+
+def _conversation(items: list[dict[str, Any]]) -> tuple[list[str], list[Message]]:
+    """(system texts, messages) of ``input`` items, each function call joined to the
+    assistant turn it belongs to, each output checked against a call."""
+    system: list[str] = []
+    messages: list[Message] = []
+    calls: dict[str, str] = {}  # call id → function name
+    for index, item in enumerate(items):
+        where = f"input[{index}]"
+        if not isinstance(item, dict):
+            raise invalid_request(f"{where} must be an object", param=where, code="invalid_item")
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = item.get("role")
+            if role in SYSTEM_ROLES:
+                system.append(_text(item.get("content"), where))
+            elif role == "user":
+                messages.append(user_message(_user_parts(item.get("content"), where)))
+            elif role == "assistant":
+                messages.append(
+                    Message(role="assistant", content=_text(item.get("content"), where))
+                )
+            else:
+                raise invalid_request(
+                    f"{where}.role must be user, assistant, system or developer, got {role!r}",
+                    param=f"{where}.role",
+                    code="invalid_item",
+                )
+        elif kind == "function_call":
+            call = ToolCall(
+                id=_string(item, "call_id", where),
+                name=_string(item, "name", where),
+                arguments=str(item.get("arguments") or "{}"),
+            )
+            calls[call.id] = call.name
+            last = messages[-1] if messages else None
+            if last is not None and last.role == "assistant":
+                messages[-1] = Message(
+                    role="assistant", content=last.content, tool_calls=(*last.tool_calls, call)
+                )
+            else:
+                messages.append(Message(role="assistant", content="", tool_calls=(call,)))
+        elif kind == "function_call_output":
+            call_id = _string(item, "call_id", where)
+            if call_id not in calls:
+                raise invalid_request(
+                    f"{where}.call_id: {call_id!r} answers no function_call item before it",
+                    param=f"{where}.call_id",
+                    code="unknown_tool_call",
+                )
+            output = _text(item.get("output"), f"{where}.output")
+            messages.append(
+                Message(role="tool", content=output, tool_call_id=call_id, name=calls[call_id])
+            )
+        else:
+            raise invalid_request(
+                f"{where}.type: items of type {kind!r} are not supported (message, "
+                "function_call and function_call_output are)",
+                param=f"{where}.type",
+                code="unsupported_item",
+            )
+    return system, messages
+
+
+def _user_parts(content: Any, where: str) -> list[Part]:
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        raise invalid_request(
+            f"{where}.content must be a string or a list of parts",
+            param=f"{where}.content",
+            code="invalid_item",
+        )
+    parts: list[Part] = []
+    for position, part in enumerate(content):
+        place = f"{where}.content[{position}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "input_text":
+            parts.append(str(part.get("text") or ""))
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            parts.append(image(part["image_url"], f"{place}.image_url"))
+        else:
+            raise unsupported_part(kind, place, "input_text and input_image with an image_url")
+    return parts
+
+
+def _text(content: Any, where: str) -> str:
+    """The text of a string, or of text parts (input_text, output_text)."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if not isinstance(content, list):
+        raise invalid_request(
+            f"{where} must be a string or a list of text parts", param=where, code="invalid_item"
+        )
+    texts = []
+    for position, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind not in ("input_text", "output_text", "text", "refusal"):
+            raise unsupported_part(kind, f"{where}[{position}]", "text parts")
+        texts.append(str(part.get("text") or part.get("refusal") or ""))
+    return "".join(texts)
+
+
+def _string(item: dict[str, Any], key: str, where: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or not value:
+        raise invalid_request(
+            f"{where}.{key} must be a non-empty string", param=f"{where}.{key}", code="invalid_item"
+        )
+    return value
+
+
+def _tools(tools: list[dict[str, Any]]) -> tuple[ToolSpec, ...]:
+    specs = []
+    for index, tool in enumerate(tools):
+        where = f"tools[{index}]"
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if kind != "function":
+            raise invalid_request(
+                f"{where}.type must be 'function' (the gateway runs no built-in tools), got {kind!r}",
+                param=f"{where}.type",
+                code="unsupported_tool_type",
+            )
+        specs.append(tool_spec(tool, where))
+    return checked_names(specs, "tools")
+
+
+def _text_format(text: dict[str, Any] | None) -> ResponseFormat | None:
+    """``text.format``: text (nothing to enforce), json_object, or json_schema."""
+    spec = (text or {}).get("format")
+    if spec is None:
+        return None
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return ResponseFormat(kind="json_object")
+    if kind != "json_schema":
+        raise invalid_request(
+            "text.format.type must be 'text', 'json_object' or 'json_schema'",
+            param="text.format.type",
+            code="invalid_response_format",
+        )
+    schema = spec.get("schema")
+    if not isinstance(schema, dict):
+        raise invalid_request(
+            "text.format.schema must be a JSON Schema object",
+            param="text.format.schema",
+            code="invalid_json_schema",
+        )
+    check_json_schema(schema, "text.format.schema")
+    name = spec.get("name") if isinstance(spec.get("name"), str) else "response"
+    return ResponseFormat(
+        kind="json_schema", schema=schema, name=name, strict=bool(spec.get("strict", False))
+    )

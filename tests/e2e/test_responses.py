@@ -1,0 +1,523 @@
+"""The Responses API, and what real clients send to chat completions (DESIGN 3.1, 3.2),
+through the real server with the official SDK."""
+
+import base64
+import json
+import sqlite3
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from pydantic import BaseModel
+
+from tests.fakes.base import FakeUpstream, Reply
+from tests.frameworks import run_client
+from tests.server import GatewayServer
+from tests.upstreams import FAKE_CLASSES, received, sent_tool_calls_and_results
+
+KINDS = list(FAKE_CLASSES)
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Current weather of a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+    "strict": True,
+}
+PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n fake pixel").decode()
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+# ---- the Responses API -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_responses_create_answers_in_the_response_shape(
+    kind: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    fakes[kind].script(Reply.of_text("Hello from Responses", prompt_tokens=9, completion_tokens=4))
+
+    response = client.responses.create(
+        model=f"{kind}-agent",
+        instructions="Answer briefly.",
+        input="Hi",
+        safety_identifier=user_id,
+        metadata={"language": "en"},
+    )
+
+    assert response.id.startswith("resp_") and response.object == "response"
+    assert response.status == "completed" and response.model == f"{kind}-agent"
+    assert response.output_text == "Hello from Responses"
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (9, 4)
+    assert response.usage.total_tokens == 13
+    sent = received(kind, fakes[kind].last)
+    assert "Answer briefly." in sent.system and "English" in sent.system
+    assert sent.turns[-1] == ("user", "Hi")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_responses_stream_sends_the_documented_events(
+    kind: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    fakes[kind].script(Reply.of_chunks("Streamed ", "through ", "Responses."))
+
+    with client.responses.stream(
+        model=f"{kind}-agent", input="Stream it", safety_identifier=user_id
+    ) as stream:
+        events = list(stream)
+        final = stream.get_final_response()
+
+    kinds = [event.type for event in events]
+    assert kinds[:5] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+    ]
+    assert kinds[-4:] == [
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert [event.sequence_number for event in events] == list(range(len(events)))
+    deltas = "".join(event.delta for event in events if event.type == "response.output_text.delta")
+    assert deltas == final.output_text == "Streamed through Responses."
+    assert final.usage.total_tokens == 18
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_responses_parse_validates_into_a_pydantic_model(
+    kind: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    fakes[kind].script(Reply.of_text('{"name": "Ana", "age": 31}'))
+
+    parsed = client.responses.parse(
+        model=f"{kind}-agent", input="Who is Ana?", text_format=Person, safety_identifier=user_id
+    )
+
+    assert parsed.output_parsed == Person(name="Ana", age=31)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_function_call_round_trip_in_response_items(
+    kind: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    fake = fakes[kind]
+    fake.script(
+        Reply.of_tool_calls(("get_weather", {"city": "Quito"})), Reply.of_text("Cool in Quito.")
+    )
+    question = [{"role": "user", "content": "Weather in Quito?"}]
+
+    first = client.responses.create(
+        model=f"{kind}-agent", input=question, tools=[WEATHER], safety_identifier=user_id
+    )
+    (call,) = [item for item in first.output if item.type == "function_call"]
+    assert (call.name, json.loads(call.arguments)) == ("get_weather", {"city": "Quito"})
+
+    final = client.responses.create(
+        model=f"{kind}-agent",
+        input=[
+            *question,
+            *[item.model_dump(exclude_none=True) for item in first.output],
+            {"type": "function_call_output", "call_id": call.call_id, "output": "14 °C"},
+        ],
+        tools=[WEATHER],
+        safety_identifier=user_id,
+    )
+
+    assert final.output_text == "Cool in Quito."
+    calls, results = sent_tool_calls_and_results(kind, fake.last.body)
+    assert [(c[0], c[1]) for c in calls] == [(call.call_id, "get_weather")]
+    assert results == [(call.call_id, "14 °C")]
+
+
+def test_streamed_function_call_arrives_as_items(
+    client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    fakes["gemini"].script(Reply.of_tool_calls(("get_weather", {"city": "Lima"})))
+
+    with client.responses.stream(
+        model="gemini-agent", input="Weather in Lima?", tools=[WEATHER], safety_identifier=user_id
+    ) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+
+    assert "response.function_call_arguments.delta" in kinds
+    assert "response.function_call_arguments.done" in kinds
+    (call,) = final.output
+    assert call.type == "function_call" and json.loads(call.arguments) == {"city": "Lima"}
+
+
+@pytest.mark.parametrize(
+    ("body", "param", "code"),
+    [
+        ({"previous_response_id": "resp_123"}, "previous_response_id", "unsupported_parameter"),
+        ({"tools": [{"type": "web_search"}]}, "tools[0].type", "unsupported_tool_type"),
+        ({"input": [{"type": "reasoning", "summary": []}]}, "input[0].type", "unsupported_item"),
+        (
+            {"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},
+            "input[0].content[0]",
+            "unsupported_content_part",
+        ),
+        (
+            {"input": [{"type": "function_call_output", "call_id": "nowhere", "output": "x"}]},
+            "input[0].call_id",
+            "unknown_tool_call",
+        ),
+        (
+            {"text": {"format": {"type": "json_schema", "schema": {"type": 3}}}},
+            "text.format.schema",
+            "invalid_json_schema",
+        ),
+    ],
+    ids=[
+        "previous-response",
+        "built-in-tool",
+        "item-type",
+        "part-type",
+        "orphan-output",
+        "bad-schema",
+    ],
+)
+def test_responses_refuses_what_it_cannot_serve_naming_the_field(
+    gateway: GatewayServer, openai_fake: FakeUpstream, body: dict[str, Any], param: str, code: str
+) -> None:
+    request = {"model": "openai-agent", "input": "Hi", "user": "u", **body}
+    response = httpx.post(f"{gateway.url}/v1/responses", json=request)
+
+    assert response.status_code == 400, response.text
+    assert (response.json()["error"]["param"], response.json()["error"]["code"]) == (param, code)
+    assert openai_fake.requests == []
+
+
+def test_openai_agents_sdk_in_its_default_responses_mode_finishes_with_a_tool(
+    gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    fakes["anthropic"].script(
+        Reply.of_tool_calls(("get_weather", {"city": "Paris"})), Reply.of_text("Sunny in Paris.")
+    )
+
+    outcome = run_client("agents_sdk_responses.py", gateway, "anthropic-agent", user_id)
+
+    assert outcome == {"output": "Sunny in Paris.", "tool_calls": ["Paris"]}
+    _, results = sent_tool_calls_and_results("anthropic", fakes["anthropic"].last.body)
+    assert results[0][1] == "sunny in Paris, 21 C"
+
+
+# ---- what real clients send to chat completions ----------------------------------------
+
+PARAMETERS = {
+    "max_completion_tokens": 300,
+    "stop": ["END"],
+    "seed": 7,
+    "frequency_penalty": 0.5,
+    "presence_penalty": 0.25,
+    "reasoning_effort": "low",
+    "logprobs": True,
+    "top_logprobs": 2,
+    "logit_bias": {"50256": -100},
+    "service_tier": "flex",
+    "verbosity": "low",
+}
+# What each kind must receive for PARAMETERS (and must not: the keys mapped to None).
+EXPECTED_PARAMETERS: dict[str, dict[str, Any]] = {
+    "openai": {**PARAMETERS, "max_tokens": None},
+    "anthropic": {
+        "max_tokens": 300,
+        "stop_sequences": ["END"],
+        "thinking": None,  # the budget (1024) would not fit under max_tokens 300
+        "seed": None,
+        "frequency_penalty": None,
+        "logit_bias": None,
+    },
+    "gemini": {
+        "generationConfig": {
+            "maxOutputTokens": 300,
+            "stopSequences": ["END"],
+            "seed": 7,
+            "frequencyPenalty": 0.5,
+            "presencePenalty": 0.25,
+            "thinkingConfig": {"thinkingBudget": 1024},
+        },
+    },
+    "cohere": {
+        "max_tokens": 300,
+        "stop_sequences": ["END"],
+        "seed": 7,
+        "frequency_penalty": 0.5,
+        "presence_penalty": 0.25,
+        "logprobs": None,
+        "logit_bias": None,
+        "reasoning_effort": None,
+    },
+}
+EXPECTED_PARAMETERS["groq"] = EXPECTED_PARAMETERS["deepseek"] = EXPECTED_PARAMETERS["openai"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_kind_receives_the_parameters_under_its_own_names(
+    kind: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    client.chat.completions.create(
+        model=f"{kind}-agent",
+        messages=[{"role": "user", "content": "Parameters?"}],
+        safety_identifier=user_id,
+        **PARAMETERS,
+    )
+
+    body = fakes[kind].last.body
+    assert {key: body.get(key) for key in EXPECTED_PARAMETERS[kind]} == EXPECTED_PARAMETERS[kind]
+
+
+def test_anthropic_gets_a_thinking_budget_that_fits(
+    client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    client.chat.completions.create(
+        model="anthropic-agent",
+        messages=[{"role": "user", "content": "Think."}],
+        reasoning_effort="medium",
+        safety_identifier=user_id,
+    )
+
+    body = fakes["anthropic"].last.body
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 4096}
+    assert body["max_tokens"] > 4096
+
+
+def test_logprobs_come_back_from_openai_format_kinds(
+    gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    logprobs = {
+        "content": [{"token": "Hi", "logprob": -0.1, "bytes": [72, 105], "top_logprobs": []}]
+    }
+    reply = Reply.of_text("Hi")
+    fakes["groq"].script(
+        Reply(
+            raw_body={
+                **_openai_completion("Hi"),
+                "choices": [{**_openai_choice("Hi"), "logprobs": logprobs}],
+            }
+        )
+    )
+
+    answer = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        json={
+            "model": "groq-agent",
+            "messages": [{"role": "user", "content": "Hi"}],
+            "logprobs": True,
+            "user": user_id,
+        },
+    ).json()
+
+    assert reply.text == answer["choices"][0]["message"]["content"]
+    assert answer["choices"][0]["logprobs"] == logprobs
+
+
+def _openai_choice(text: str) -> dict[str, Any]:
+    return {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+
+
+def _openai_completion(text: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-x",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [_openai_choice(text)],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }
+
+
+IMAGE_URL = "https://example.com/cat.png"
+DATA_URI = f"data:image/png;base64,{PIXEL}"
+# How each kind carries [text, https image, inline image] in the user's turn.
+EXPECTED_IMAGES: dict[str, list[dict[str, Any]]] = {
+    "openai": [
+        {"type": "text", "text": "What is in these?"},
+        {"type": "image_url", "image_url": {"url": IMAGE_URL}},
+        {"type": "image_url", "image_url": {"url": DATA_URI}},
+    ],
+    "anthropic": [
+        {"type": "text", "text": "What is in these?"},
+        {"type": "image", "source": {"type": "url", "url": IMAGE_URL}},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PIXEL}},
+    ],
+    "gemini": [
+        {"text": "What is in these?"},
+        {"fileData": {"mimeType": "image/png", "fileUri": IMAGE_URL}},
+        {"inlineData": {"mimeType": "image/png", "data": PIXEL}},
+    ],
+}
+EXPECTED_IMAGES["groq"] = EXPECTED_IMAGES["deepseek"] = EXPECTED_IMAGES["cohere"] = EXPECTED_IMAGES[
+    "openai"
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_image_parts_reach_each_kind_in_its_native_form(
+    kind: str,
+    client: openai.OpenAI,
+    gateway: GatewayServer,
+    fakes: dict[str, FakeUpstream],
+    user_id: str,
+) -> None:
+    client.chat.completions.create(
+        model=f"{kind}-agent",
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What is in these?"},
+                    {"type": "image_url", "image_url": {"url": IMAGE_URL}},
+                    {"type": "image_url", "image_url": {"url": DATA_URI, "detail": "low"}},
+                ],
+            }
+        ],
+        safety_identifier=user_id,
+    )
+
+    body = fakes[kind].last.body
+    if kind == "anthropic":
+        sent = body["messages"][-1]["content"]
+    elif kind == "gemini":
+        sent = body["contents"][-1]["parts"]
+    else:
+        sent = body["messages"][-1]["content"]
+    assert sent == EXPECTED_IMAGES[kind]
+    stored = _stored(gateway, user_id)
+    assert stored[0] == ("user", "What is in these?[image][image]")
+
+
+@pytest.mark.parametrize(
+    ("part", "param"),
+    [
+        (
+            {"type": "input_audio", "input_audio": {"data": "x", "format": "wav"}},
+            "messages[0].content[1]",
+        ),
+        ({"type": "file", "file": {"file_id": "f"}}, "messages[0].content[1]"),
+        (
+            {"type": "image_url", "image_url": {"url": "ftp://example.com/a.png"}},
+            "messages[0].content[1].image_url.url",
+        ),
+    ],
+    ids=["audio", "file", "not-https"],
+)
+def test_unsupported_content_parts_are_400_naming_the_part(
+    gateway: GatewayServer, openai_fake: FakeUpstream, part: dict[str, Any], param: str
+) -> None:
+    content = [{"type": "text", "text": "Hear this"}, part]
+    response = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        json={
+            "model": "openai-agent",
+            "messages": [{"role": "user", "content": content}],
+            "user": "u",
+        },
+    )
+
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == param
+    assert openai_fake.requests == []
+
+
+def test_more_than_one_choice_is_400(gateway: GatewayServer) -> None:
+    response = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        json={
+            "model": "openai-agent",
+            "messages": [{"role": "user", "content": "x"}],
+            "user": "u",
+            "n": 2,
+        },
+    )
+
+    assert response.status_code == 400 and response.json()["error"]["param"] == "n"
+
+
+def _stored(gateway: GatewayServer, user: str) -> list[tuple[str, str]]:
+    with sqlite3.connect(gateway.workdir / "gateway.sqlite3") as database:
+        return database.execute(
+            "SELECT role, content FROM inference_storedmessage WHERE user_id = ? ORDER BY id",
+            (user,),
+        ).fetchall()
+
+
+def test_x_user_id_names_the_user_after_the_body_fields(
+    gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    url = f"{gateway.url}/v1/chat/completions"
+    body = {"model": "openai-agent", "messages": [{"role": "user", "content": "Who am I?"}]}
+
+    httpx.post(url, json=body, headers={"X-User-Id": user_id})
+    httpx.post(url, json={**body, "user": f"{user_id}-body"}, headers={"X-User-Id": user_id})
+
+    assert len(_stored(gateway, user_id)) == 2
+    assert len(_stored(gateway, f"{user_id}-body")) == 2
+
+
+def test_metadata_history_off_neither_replays_nor_stores_but_bills(
+    client: openai.OpenAI, gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    client.chat.completions.create(
+        model="openai-agent",
+        messages=[{"role": "user", "content": "Remember me"}],
+        safety_identifier=user_id,
+    )
+    client.chat.completions.create(
+        model="openai-agent",
+        messages=[{"role": "user", "content": "One-shot"}],
+        safety_identifier=user_id,
+        metadata={"history": "off"},
+    )
+
+    assert received("openai", fakes["openai"].last).turns == [("user", "One-shot")]
+    assert _stored(gateway, user_id) == [
+        ("user", "Remember me"),
+        ("assistant", "You said: Remember me"),
+    ]
+    with sqlite3.connect(gateway.workdir / "gateway.sqlite3") as database:
+        billed = database.execute(
+            "SELECT COUNT(*) FROM inference_ledgerentry WHERE user_id = ?", (user_id,)
+        )
+        assert billed.fetchone() == (2,)
+
+
+def test_metadata_history_takes_only_on_or_off(gateway: GatewayServer) -> None:
+    response = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        json={
+            "model": "openai-agent",
+            "messages": [{"role": "user", "content": "x"}],
+            "user": "u",
+            "metadata": {"history": "no"},
+        },
+    )
+
+    assert response.status_code == 400 and response.json()["error"]["param"] == "metadata.history"
+
+
+def test_agent_without_history_neither_replays_nor_stores(
+    client: openai.OpenAI, gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    for text in ("First", "Second"):
+        client.chat.completions.create(
+            model="stateless-agent",
+            messages=[{"role": "user", "content": text}],
+            safety_identifier=user_id,
+        )
+
+    assert received("openai", fakes["openai"].last).turns == [("user", "Second")]
+    assert _stored(gateway, user_id) == []
