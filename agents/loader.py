@@ -97,7 +97,12 @@ def _rules_of_well_typed_entries(data: dict[str, Any], error: ValidationError) -
         return []
     # A removed name shows quoted in a problem: 'quality', or 'quality.accuracy' (a metric).
     mentions = re.compile("|".join(f"'{re.escape(name)}['.]" for name in removed_names) or "$^")
-    removed_sections = data.keys() - reduced.keys()
+    # A section emptied by removing entries, or removed whole, only echoes type errors.
+    removed_sections = (
+        (data.keys() - reduced.keys())
+        | {section for section in removed_lists if not reduced[section]}
+        | {section for section in _MAP_SECTIONS if data.get(section) and not reduced.get(section)}
+    )
     problems = []
     for problem in cross_validate(config):
         if mentions.search(problem) or problem.split(":")[0] in removed_sections:

@@ -50,6 +50,10 @@ def _follow_twisted_reactor() -> None:
     if reactor is None:
         return
     from twisted.internet import defer
+    from twisted.web import http
+
+    # Twisted names no reason for 429; the status line would read "Unknown Status".
+    http.RESPONSES.setdefault(429, b"Too Many Requests")
 
     reactor.callWhenRunning(lambda: asyncio.ensure_future(process.started()))
     reactor.addSystemEventTrigger(

@@ -93,7 +93,8 @@ def _event_stream(frames: object) -> StreamingHttpResponse:
 
 
 @api.exception_handler(ApiError)
-def _api_error(request: HttpRequest, error: ApiError) -> HttpResponse:
+def _api_error(request: InferenceRequest, error: ApiError) -> HttpResponse:
+    request.log.error = error.code or error.error_type
     return error.response()
 
 

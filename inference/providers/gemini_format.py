@@ -209,7 +209,9 @@ def _generation_config(request: ChatRequest) -> dict[str, Any]:
     budget = thinking_budget(sampling.reasoning_effort)
     if budget is not None:
         config["thinkingConfig"] = {"thinkingBudget": budget}
-    if request.response_format is not None:
+    if request.response_format is not None and not request.tools:
+        # Gemini refuses a JSON response type beside function declarations: with tools,
+        # the instruction alone asks for JSON (and the reply is validated all the same).
         config.update(_response_config(request.response_format))
     return config
 

@@ -78,6 +78,7 @@ def test_budget_is_checked_before_the_agent_is_resolved(
         },
     )
     assert response.status_code == 429
+    assert response.reason_phrase == "Too Many Requests"
     assert response.headers["retry-after"] == "3600"
 
 

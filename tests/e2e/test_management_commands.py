@@ -95,3 +95,22 @@ def test_serve_names_the_unset_variable_and_starts_nothing(tmp_path: Path) -> No
         "providers.openai.api_key: environment variable OPENAI_API_KEY is not set" in result.stderr
     )
     assert "OPENAI_API_KEY=sk-... scripts/serve" in result.stderr
+
+
+def test_check_config_reports_a_file_that_is_not_utf8(tmp_path: Path) -> None:
+    config = tmp_path / "latin1.yaml"
+    config.write_bytes(b"providers: {openai: {api_key: caf\xe9}}\n")
+    result = manage("check_config", str(config))
+    assert result.returncode == 1
+    assert f"{config} is not UTF-8 text (byte 33)" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_serve_reports_a_config_that_is_not_utf8(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_bytes(b"providers: {openai: {api_key: caf\xe9}}\n")
+    environment = {"GATEWAY_CONFIG": str(config), "DATABASE_URL": f"sqlite:///{tmp_path / 'db'}"}
+    result = manage("serve", "--port", "0", env=environment)
+    assert result.returncode == 1
+    assert f"the config file {config} is not UTF-8 text" in result.stderr
+    assert "Traceback" not in result.stderr

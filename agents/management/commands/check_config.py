@@ -20,6 +20,11 @@ class Command(BaseCommand):
             text = config_path.read_text(encoding="utf-8")
         except OSError as error:
             raise CommandError(f"cannot read {config_path}: {error.strerror}") from error
+        except UnicodeDecodeError as error:
+            raise CommandError(
+                f"{config_path} is not UTF-8 text (byte {error.start}): {error.reason}",
+                returncode=1,
+            ) from error
         try:
             config = load_config_text(text)
         except ConfigError as error:

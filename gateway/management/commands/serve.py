@@ -42,6 +42,10 @@ class Command(BaseCommand):
             load_config_text(path.read_text(encoding="utf-8"))
         except OSError as error:
             raise CommandError(f"cannot read the config file {path}: {error.strerror}") from error
+        except UnicodeDecodeError as error:
+            raise CommandError(
+                f"the config file {path} is not UTF-8 text (byte {error.start}): {error.reason}"
+            ) from error
         except ConfigError as error:
             for problem in error.problems:
                 self.stderr.write(f"{path}: {problem}")
