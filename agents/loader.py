@@ -149,11 +149,15 @@ def _expand_env(value: Any, path: str, problems: list[str]) -> Any:
 
     def substitute(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
-        if name in os.environ:
-            return os.environ[name]
+        found = os.environ.get(name)
+        if found:
+            return found
         if default is not None:
             return default
-        problems.append(f"{path}: environment variable {name} is not set")
+        # An empty variable is a forgotten one as often as an unset one (compose's
+        # ``${KEY:-}``): write ``${NAME:-}`` to allow it.
+        state = "is not set" if found is None else "is empty"
+        problems.append(f"{path}: environment variable {name} {state}")
         return ""
 
     return _ENV_REFERENCE.sub(substitute, value)

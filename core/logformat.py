@@ -3,6 +3,7 @@ server's own messages and tracebacks alike), so log shippers never meet a stray 
 
 import json
 import logging
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,3 +36,22 @@ def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **f
     """Log one structured event (``fields`` become keys of the JSON line)."""
     if logger.isEnabledFor(level):
         logger.log(level, event, extra={"fields": {"event": event, **fields}})
+
+
+def log_stray_output() -> None:
+    """Send what Python prints outside logging (warnings, exceptions in threads) through
+    the JSON log, so stderr holds JSON lines only."""
+    logging.captureWarnings(True)
+    thread_logger = logging.getLogger("gateway.threads")
+
+    def log_thread_exception(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit:
+            return
+        name = args.thread.name if args.thread is not None else "?"
+        thread_logger.error(
+            "exception in thread %s",
+            name,
+            exc_info=(args.exc_type, args.exc_value, args.exc_traceback),  # type: ignore[arg-type]
+        )
+
+    threading.excepthook = log_thread_exception

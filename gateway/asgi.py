@@ -18,11 +18,13 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 from core.afterresponse import response_scope
+from core.logformat import log_stray_output
 from gateway import runtime
 
 # Static files (the admin's CSS and the vendored htmx) are served by the app itself, with
 # or without DEBUG: the gateway has no web server in front of it to do it.
 django_application = ASGIStaticFilesHandler(get_asgi_application())
+log_stray_output()
 process = runtime.current()
 
 

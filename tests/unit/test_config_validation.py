@@ -494,3 +494,25 @@ def test_yaml_error_names_the_line_without_quoting_it() -> None:
     (problem,) = raised.value.problems
     assert problem.startswith("(file): not valid YAML: line 2, column ")
     assert "sk-secret" not in problem and "unicode string" not in problem
+
+
+def test_empty_environment_variable_is_a_problem_unless_a_default_allows_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GW_TEST_EMPTY", "")
+    with pytest.raises(ConfigError) as raised:
+        load_config_text(
+            "providers: {openai: {api_key: '${GW_TEST_EMPTY}'}}\n"
+            "agents: [{name: a, provider: openai, model: m}]\n"
+        )
+    assert raised.value.problems == [
+        "providers.openai.api_key: environment variable GW_TEST_EMPTY is empty"
+    ]
+    config = load_config_text(
+        "providers: {openai: {api_key: '${GW_TEST_EMPTY:-}', base_url: '${GW_TEST_EMPTY:-http://x}'}}\n"
+        "agents: [{name: a, provider: openai, model: m}]\n"
+    )
+    assert (config.providers["openai"].api_key, config.providers["openai"].base_url) == (
+        "",
+        "http://x",
+    )
