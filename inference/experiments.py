@@ -39,6 +39,9 @@ class Arm:
     samples: int
 
 
+_UNSCORED = Arm(0.0, 0)
+
+
 @dataclass(frozen=True)
 class Routing:
     agent: AgentConfig  # the agent that answers
@@ -101,16 +104,17 @@ def sticky_draw(user_id: str, experiment: str) -> float:
 
 def bandit_choice(experiment: ExperimentConfig, arms: dict[str, Arm], rng: random.Random) -> str:
     names = [variant.agent for variant in experiment.variants]
+    record = {name: arms.get(name, _UNSCORED) for name in names}
     minimum = DEFAULT_MIN_SAMPLES if experiment.min_samples is None else experiment.min_samples
-    unexplored = [name for name in names if arms.get(name, Arm(0.0, 0)).samples < minimum]
+    unexplored = [name for name in names if record[name].samples < minimum]
     if unexplored:
-        fewest = min(arms.get(name, Arm(0.0, 0)).samples for name in unexplored)
-        return rng.choice([n for n in unexplored if arms.get(n, Arm(0.0, 0)).samples == fewest])
+        fewest = min(record[name].samples for name in unexplored)
+        return rng.choice([name for name in unexplored if record[name].samples == fewest])
     epsilon = DEFAULT_EPSILON if experiment.epsilon is None else experiment.epsilon
     if rng.random() < epsilon:
         return rng.choice(names)
-    best = max(arms[name].mean for name in names)
-    return rng.choice([name for name in names if arms[name].mean == best])
+    best = max(record[name].mean for name in names)
+    return rng.choice([name for name in names if record[name].mean == best])
 
 
 def bandit_arms(config: Config, model: str, now: datetime) -> dict[str, Arm]:

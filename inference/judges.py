@@ -8,6 +8,7 @@ row; a judge that fails is recorded as a failed run. Nothing here reaches the us
 their bill.
 """
 
+import asyncio
 import json
 import logging
 import random
@@ -110,6 +111,21 @@ async def judge_reply(
         verdict = json.loads((await loop.complete(request)).text)
     except ProviderError as failure:
         error = failure.message
+    except asyncio.CancelledError:
+        # Shutdown ran out of patience with this judge: say so, since nothing is recorded.
+        log_event(
+            logger,
+            "judged",
+            logging.WARNING,
+            completion_id=subject.completion_id,
+            judge=judge.name,
+            status="cancelled",
+            error="the gateway stopped before the judge answered",
+        )
+        raise
+    except Exception as failure:
+        logger.exception("judge %s failed on %s", judge.name, subject.completion_id)
+        error = f"internal error: {type(failure).__name__}"
     await in_database(record_verdict, judge, subject, verdict, error)
     log_event(
         logger,

@@ -458,8 +458,9 @@ def test_the_original_example_configs_judges_and_experiment_run_as_written(
     upstreams: dict[str, FakeUpstream],
     fakes: dict[str, FakeUpstream],
 ) -> None:
-    """The example config of the original service, with only what cannot be run here
-    changed: the providers' endpoints (the fakes) and the MCP server's command."""
+    """The full config in the original service's format (tests/configs), its judge and
+    its split experiment as written; only what cannot run here is changed: the
+    providers' endpoints (the fakes) and the MCP server's command."""
     text = ORIGINAL_EXAMPLE.read_text()
     for kind in ("anthropic", "openai", "gemini"):
         text = text.replace(
@@ -500,3 +501,39 @@ def test_the_original_example_configs_judges_and_experiment_run_as_written(
         ]  # fmt: skip
     finally:
         example.stop()
+
+
+def test_judges_wait_for_nothing_and_shutdown_lets_quick_ones_finish_and_cancels_the_rest(
+    tmp_path_factory: pytest.TempPathFactory,
+    upstreams: dict[str, FakeUpstream],
+    fakes: dict[str, FakeUpstream],
+) -> None:
+    openai_fake = fakes["openai"]
+    config = (
+        f"providers: {{openai: {{api_key: {api_key_of('openai')}, base_url: '{fake_base_url(openai_fake)}'}}}}\n"
+        "judges:\n"
+        "  - {name: quick, provider: openai, model: quick-model, rubrics: {accuracy: x}}\n"
+        "  - {name: slow, provider: openai, model: slow-model, rubrics: {accuracy: x}}\n"
+        "agents: [{name: patient, provider: openai, model: m, judges: [quick, slow]}]\n"
+    )
+    verdict = json.dumps({"accuracy": {"score": 5, "reasoning": "Fine."}})
+    for model, delay in (("quick-model", 1.5), ("slow-model", 60.0)):
+        openai_fake.answer_when(
+            lambda recorded, model=model: recorded.body.get("model") == model,
+            Reply.of_text(verdict, delay=delay),
+        )
+    server = GatewayServer(tmp_path_factory.mktemp("shutdown"), config).start()
+    try:
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0)
+        reply = ask(client, "patient", "judged-user")
+        # The reply came back while the judges were still waiting for their model.
+        assert rows(server, "SELECT judge FROM inference_judgerun") == []
+    finally:
+        server.stop()  # SIGTERM: pending background work gets a few seconds
+    assert rows(server, "SELECT judge, status, completion_id FROM inference_judgerun") == [
+        ("quick", "ok", reply.id)
+    ]
+    events = [json.loads(line) for line in server.log().splitlines()]
+    assert [
+        (event["judge"], event["status"]) for event in events if event.get("event") == "judged"
+    ] == [("quick", "ok"), ("slow", "cancelled")]

@@ -5,13 +5,23 @@ requests."""
 
 import random
 from collections import Counter
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from agents.loader import load_config_data
 from agents.schema import Config
 from inference.errors import ApiError
-from inference.experiments import Arm, bandit_choice, route, sticky_draw
+from inference.experiments import (
+    DEFAULT_WINDOW_SECONDS,
+    Arm,
+    bandit_arms,
+    bandit_choice,
+    route,
+    sticky_draw,
+)
+from inference.models import JudgeRun, JudgeScore
 
 
 def config_with(*experiments: dict) -> Config:
@@ -134,3 +144,39 @@ def test_bandit_converges_to_the_better_scored_variant() -> None:
     late = Counter(picks[-1000:])
     assert late.most_common(1)[0][0] == "b"
     assert late["b"] > 850, late
+
+
+def test_bandit_without_min_samples_routes_before_any_score_exists() -> None:
+    experiment = config_with({**BANDIT, "min_samples": 0, "epsilon": 0}).experiment("bandit")
+    choices = Counter(
+        bandit_choice(experiment, {"b": Arm(7.0, 1)}, random.Random(n)) for n in range(50)
+    )
+    assert choices == {"b": 50}  # unscored variants count as a mean of 0
+    assert bandit_choice(experiment, {}, random.Random(1)) in {"a", "b", "c"}
+
+
+@pytest.mark.django_db
+def test_bandit_means_count_only_this_experiments_scores_inside_the_window() -> None:
+    config = config_with(BANDIT)
+    now = timezone.now()
+
+    def score(
+        value: int, variant: str, experiment: str = "bandit", age: float = 60, **fields: str
+    ) -> None:
+        created = now - timedelta(seconds=age)
+        common = {"completion_id": "c", "user_id": "u", "agent": variant, "judge_model": "j"}
+        common |= {"experiment": experiment, "variant": variant, "judge": "quality"} | fields
+        run = JudgeRun.objects.create(status="ok", **common)
+        JudgeScore.objects.create(
+            run=run, created_at=created, criterion="accuracy", score=value, reasoning="r", **common
+        )
+
+    score(8, "a")
+    score(6, "a")
+    score(2, "a", experiment="")  # the agent answered on its own
+    score(2, "a", experiment="other")
+    score(1, "a", age=DEFAULT_WINDOW_SECONDS + 60)  # too old
+    score(0, "a", judge="another")
+    score(9, "b")
+    assert bandit_arms(config, "bandit", now) == {"a": Arm(7.0, 2), "b": Arm(9.0, 1)}
+    assert bandit_arms(config, "a", now) == {}
