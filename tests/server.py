@@ -48,6 +48,11 @@ class GatewayServer:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def pid(self) -> int | None:
+        """The server's process id (``serve`` execs daphne, so it stays the same)."""
+        return self._process.pid if self._process is not None else None
+
+    @property
     def env(self) -> dict[str, str]:
         return {
             **os.environ,
