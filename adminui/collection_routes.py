@@ -32,7 +32,8 @@ def errors(*statuses: int) -> dict[int, type[ErrorOut]]:
 
 
 def author_of(request: AdminRequest) -> str:
-    return f"admin ({request.META.get('REMOTE_ADDR') or 'unknown client'})"
+    name = getattr(request, "admin_user", None) or "admin"
+    return f"{name} ({request.META.get('REMOTE_ADDR') or 'unknown client'})"
 
 
 StateSummaries = Callable[[AdminRequest], dict[str, str]]

@@ -21,6 +21,7 @@ from core.asyncmiddleware import AsyncMiddleware
 
 _TYPES = {
     400: "invalid_request_error",
+    401: "authentication_error",
     403: "permission_error",
     404: "not_found_error",
     405: "invalid_request_error",

@@ -2,7 +2,8 @@
 
 Without ``auth.admin`` only clients on this machine may use the admin, and a request that
 carries ``Forwarded`` or ``X-Forwarded-For`` came through a proxy: it does not count as
-loopback. Authentication itself is not part of this module.
+loopback. With ``auth.admin`` the admin answers any address and any host name, since every
+request is authenticated first (``adminui.auth``, the middleware before this one).
 
 DNS rebinding: a page from another site whose name the attacker then points at 127.0.0.1
 runs in a browser on this machine and counts as same-origin, so its requests come from
@@ -43,10 +44,11 @@ class AdminGuardMiddleware(AsyncMiddleware):
 
 
 def refusal_of(request: AdminRequest) -> AdminError | None:
-    if not is_loopback(request):
-        return AdminError(403, _remote_message(request), "admin_loopback_only")
-    if not is_loopback_host(request):
-        return AdminError(403, _host_message(request), "admin_loopback_host_only")
+    if not _admin_auth_configured(request):
+        if not is_loopback(request):
+            return AdminError(403, _remote_message(request), "admin_loopback_only")
+        if not is_loopback_host(request):
+            return AdminError(403, _host_message(request), "admin_loopback_host_only")
     if needs_csrf(request) and _csrf_rejected(request):
         return AdminError(
             403,
@@ -96,35 +98,22 @@ def _admin_auth_configured(request: AdminRequest) -> bool:
 
 def _host_message(request: AdminRequest) -> str:
     host = request.META.get("HTTP_HOST", "")
-    if _admin_auth_configured(request):
-        reason = "auth.admin is configured, but this version of the gateway does not check it yet"
-        remedy = "Open the admin as http://localhost:<port>/admin."
-    else:
-        reason = "auth.admin is not configured"
-        remedy = (
-            "Open the admin as http://localhost:<port>/admin, or configure auth.admin in "
-            f"{request.runtime.holder.path} to use another host name."
-        )
     return (
-        f"The admin refuses the host name {host!r}: {reason}, so it answers only requests "
-        "addressed to localhost, 127.0.0.1 or [::1] (DNS-rebinding protection: a web page "
-        f"whose name was pointed at this machine must not reach the admin). {remedy}"
+        f"The admin refuses the host name {host!r}: auth.admin is not configured, so it "
+        "answers only requests addressed to localhost, 127.0.0.1 or [::1] (DNS-rebinding "
+        "protection: a web page whose name was pointed at this machine must not reach the "
+        "admin). Open the admin as http://localhost:<port>/admin, or configure auth.admin in "
+        f"{request.runtime.holder.path} to use another host name."
     )
 
 
 def _remote_message(request: AdminRequest) -> str:
-    path = request.runtime.holder.path
-    if _admin_auth_configured(request):
-        return (
-            "The admin answers only clients on this machine: auth.admin is configured, but "
-            "this version of the gateway does not check it yet. Use the admin from the "
-            "gateway's machine (for example through an SSH tunnel)."
-        )
     return (
         "The admin answers only clients on this machine (loopback) because auth.admin is "
-        f"not configured. To use it from elsewhere, add to {path}:\n"
+        f"not configured. To use it from elsewhere, add to {request.runtime.holder.path}:\n"
         "auth:\n  admin:\n    basic: {username: admin, password: <a password hash from "
         "`python manage.py hash_password`>}\n"
-        "(or oidc: {issuer_url: ..., client_id: ...}). Requests through a proxy "
+        "(or oidc: {issuer_url: <your identity provider>, client_id: <its client id for the "
+        "gateway>}), then sign in with that username and password. Requests through a proxy "
         "(Forwarded or X-Forwarded-For headers) never count as loopback."
     )

@@ -41,4 +41,14 @@ def page_context(request: AdminRequest) -> dict[str, Any]:
         # htmx sends it with every request (PUT and DELETE bodies carry no form token).
         "csrf_headers": json.dumps({"X-CSRFToken": get_token(request)}),
         "config_path": str(holder.path),
+        "admin_user": getattr(request, "admin_user", None),
+        "can_log_out": _logged_in_with_oidc(request),
     }
+
+
+def _logged_in_with_oidc(request: AdminRequest) -> bool:
+    """Whether the page offers a logout: a session at the identity provider's login."""
+    config = request.runtime.holder.config
+    scope = config.auth.admin if config is not None and config.auth is not None else None
+    has_user = getattr(request, "admin_user", None) is not None
+    return has_user and scope is not None and scope.oidc is not None

@@ -84,7 +84,7 @@ class McpServerConfig(Section):
 
 
 class BasicAuth(Section):
-    username: str
+    username: str = "admin"  # the original format's default
     password: str
 
 
@@ -99,6 +99,7 @@ class OidcAuth(Section):
 class AuthScope(Section):
     basic: BasicAuth | None = None
     oidc: OidcAuth | None = None
+    bind_user: bool = False  # our extension: the authenticated principal is the user id
 
 
 class AuthConfig(Section):

@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "gateway",  # first: its runserver (daphne's, on port 8421) must win over the others
     "daphne",
     "django.contrib.contenttypes",
+    "django.contrib.sessions",
     "django.contrib.staticfiles",
     "django_htmx",
     "agents",
@@ -38,13 +39,22 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "gateway.middleware.RequestContextMiddleware",
     "inference.middleware.OpenAIErrorMiddleware",
+    "inference.middleware.ProxyAuthMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "adminui.errors.AdminErrorMiddleware",
+    "adminui.auth.AdminAuthMiddleware",
     "adminui.guard.AdminGuardMiddleware",
 ]
+
+# The admin's login session (auth.admin.oidc): a signed cookie, so every server process
+# sharing GATEWAY_SECRET_KEY accepts it without a session table.
+SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
+SESSION_COOKIE_NAME = "gateway_admin_session"
+SESSION_COOKIE_AGE = 8 * 3600
 
 ROOT_URLCONF = "gateway.urls"
 ASGI_APPLICATION = "gateway.asgi.application"

@@ -1,4 +1,8 @@
-"""The OpenAI-compatible ``/v1`` surface: each view parses, runs the turn, serializes."""
+"""The OpenAI-compatible ``/v1`` surface: each view parses, runs the turn, serializes.
+
+Credentials (``auth.proxy``) are checked before any of this, by
+``inference.middleware.ProxyAuthMiddleware``: ninja parses the body before a view runs.
+"""
 
 import json
 
@@ -10,7 +14,6 @@ from ninja.errors import HttpError, ValidationError
 
 from agents.loader import format_path
 from inference import openai_wire, responses_wire
-from inference.auth import check_proxy_auth
 from inference.client_request import from_chat_completion
 from inference.context import InferenceRequest
 from inference.errors import ApiError, invalid_request
@@ -28,7 +31,6 @@ api = NinjaAPI(urls_namespace="v1", docs_url=None, openapi_url=None, title="Gate
 async def list_models(request: InferenceRequest) -> HttpResponse:
     holder = request.runtime.holder
     config = live_config(holder.config, holder.problems)
-    await check_proxy_auth(request.headers.get("Authorization"), config.auth)
     return _json({"object": "list", "data": [_model(agent.name) for agent in config.agents]})
 
 
@@ -37,7 +39,6 @@ async def retrieve_model(request: InferenceRequest, model_id: str) -> HttpRespon
     """An agent or an experiment (experiments are valid models, only not listed)."""
     holder = request.runtime.holder
     config = live_config(holder.config, holder.problems)
-    await check_proxy_auth(request.headers.get("Authorization"), config.auth)
     if config.agent(model_id) is None and config.experiment(model_id) is None:
         raise ApiError(
             404, f"The model '{model_id}' does not exist", param="model", code="model_not_found"
@@ -53,8 +54,9 @@ def _model(name: str) -> dict[str, object]:
 async def chat_completions(request: InferenceRequest, payload: ChatCompletionIn) -> HttpResponse:
     holder, engine = request.runtime.holder, request.runtime.engine
     config = live_config(holder.config, holder.problems)
-    await check_proxy_auth(request.headers.get("Authorization"), config.auth)
-    client = from_chat_completion(payload, request.headers.get("X-User-Id"))
+    client = from_chat_completion(
+        payload, request.headers.get("X-User-Id"), bound_user=request.bound_user
+    )
     turn = await prepare_turn(client, config, engine, request.log)
     runner = TurnRunner(config, engine, request.log)
     if client.stream:
@@ -69,8 +71,9 @@ async def responses(request: InferenceRequest, payload: ResponsesIn) -> HttpResp
     """The Responses API over the same turn (a stateless subset: DESIGN 3.2)."""
     holder, engine = request.runtime.holder, request.runtime.engine
     config = live_config(holder.config, holder.problems)
-    await check_proxy_auth(request.headers.get("Authorization"), config.auth)
-    client = from_responses(payload, request.headers.get("X-User-Id"))
+    client = from_responses(
+        payload, request.headers.get("X-User-Id"), bound_user=request.bound_user
+    )
     turn = await prepare_turn(client, config, engine, request.log, id_prefix="resp_")
     runner = TurnRunner(config, engine, request.log)
     settings = responses_wire.echo(payload)

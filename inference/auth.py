@@ -1,80 +1,73 @@
-"""``auth.proxy``: who may call ``/v1`` (DESIGN 5).
+"""``auth.proxy``: who may call ``/v1`` (DESIGN 4.1 and 5).
 
-Basic credentials are checked here; the password in the config is plain text or a
-Django password hash. OIDC bearer tokens cannot be verified yet, so a configured
-``oidc`` scope refuses every request rather than leave ``/v1`` open.
+``basic``: the ``Authorization: Basic`` pair against the configured one (``core.basicauth``).
+``oidc``: ``Authorization: Bearer <JWT>`` signed by the issuer for ``client_id``
+(``core.oidc``). Either way the answer is the principal (the Basic username or the token's
+``sub``), or an ``ApiError`` 401 with the challenge of the configured scheme.
 """
 
-import base64
-import binascii
-import hmac
-from functools import lru_cache
-
-from asgiref.sync import sync_to_async
-from django.contrib.auth.hashers import check_password, identify_hasher
-
-from agents.schema import AuthConfig, BasicAuth
+from agents.schema import AuthScope, BasicAuth, OidcAuth
+from core.basicauth import BasicVerifier, basic_credentials
+from core.oidc import InvalidToken, ProviderUnavailable, provider_for
 from inference.errors import ApiError
 
-_CHALLENGE = {"WWW-Authenticate": 'Basic realm="gateway", charset="UTF-8"'}
+_BASIC_CHALLENGE = 'Basic realm="gateway", charset="UTF-8"'
+_BEARER_CHALLENGE = 'Bearer realm="gateway"'
+
+_basic = BasicVerifier()
 
 
-async def check_proxy_auth(authorization: str | None, auth: AuthConfig | None) -> None:
-    scope = auth.proxy if auth is not None else None
-    if scope is None:
-        return
-    if scope.basic is None:
+async def authenticate(authorization: str | None, scope: AuthScope) -> str:
+    """The principal of a request to ``/v1`` under ``auth.proxy``, else ``ApiError`` 401."""
+    if scope.basic is not None:
+        return await _basic_principal(authorization, scope.basic)
+    assert scope.oidc is not None  # validation: exactly one of basic or oidc
+    return await _bearer_principal(authorization, scope.oidc)
+
+
+async def _basic_principal(authorization: str | None, basic: BasicAuth) -> str:
+    credentials = basic_credentials(authorization)
+    if credentials is not None and await _basic.verify(
+        *credentials, (basic.username, basic.password)
+    ):
+        return credentials[0]
+    raise ApiError(
+        401,
+        "Valid Basic credentials are required (auth.proxy is configured)",
+        code="invalid_credentials",
+        headers={"WWW-Authenticate": _BASIC_CHALLENGE},
+    )
+
+
+async def _bearer_principal(authorization: str | None, oidc: OidcAuth) -> str:
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
         raise ApiError(
             401,
-            "auth.proxy.oidc is configured, and this gateway cannot verify OIDC tokens yet: "
-            "requests are refused rather than served without authentication",
-            code="auth_unavailable",
-            error_type="authentication_error",
-        )
-    credentials = _basic_credentials(authorization)
-    if credentials is None or not await _matches(scope.basic, *credentials):
-        raise ApiError(
-            401,
-            "Valid Basic credentials are required (auth.proxy is configured)",
+            "A bearer token from the identity provider is required "
+            "(Authorization: Bearer <JWT>; auth.proxy is configured)",
             code="invalid_credentials",
-            error_type="authentication_error",
-            headers=_CHALLENGE,
+            headers={"WWW-Authenticate": _BEARER_CHALLENGE},
         )
-
-
-def _basic_credentials(authorization: str | None) -> tuple[str, str] | None:
-    scheme, _, encoded = (authorization or "").partition(" ")
-    if scheme.lower() != "basic":
-        return None
     try:
-        decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        return None
-    username, colon, password = decoded.partition(":")
-    return (username, password) if colon else None
-
-
-async def _matches(expected: BasicAuth, username: str, password: str) -> bool:
-    user_ok = hmac.compare_digest(username.encode(), expected.username.encode())
-    if _is_hash(expected.password):
-        # Hashing is deliberately slow: keep it off the event loop.
-        password_ok = await sync_to_async(_hash_matches, thread_sensitive=False)(
-            expected.password, password
-        )
-    else:
-        password_ok = hmac.compare_digest(password.encode(), expected.password.encode())
-    return user_ok and password_ok
-
-
-def _is_hash(password: str) -> bool:
-    try:
-        identify_hasher(password)
-    except ValueError:
-        return False
-    return True
-
-
-@lru_cache(maxsize=256)
-def _hash_matches(stored: str, presented: str) -> bool:
-    """Cached, so the slow hash runs once per credential rather than once per request."""
-    return check_password(presented, stored)
+        claims = await provider_for(oidc.issuer_url).verify(token.strip(), oidc.client_id)
+    except InvalidToken as error:
+        description = str(error).replace('"', "'")
+        raise ApiError(
+            401,
+            f"The bearer token was refused: {error}",
+            code="invalid_token",
+            headers={
+                "WWW-Authenticate": (
+                    f'{_BEARER_CHALLENGE}, error="invalid_token", error_description="{description}"'
+                )
+            },
+        ) from error
+    except ProviderUnavailable as error:
+        raise ApiError(
+            503,
+            f"The identity provider cannot be reached to check the token: {error}",
+            code="identity_provider_unavailable",
+            error_type="api_error",
+        ) from error
+    return str(claims["sub"])

@@ -43,11 +43,14 @@ class ClientRequest:
     safety_identifier: str | None = None
     user: str | None = None
     header_user: str | None = None  # X-User-Id, for clients that cannot set body fields
+    bound_user: str | None = None  # the authenticated principal, with auth.proxy.bind_user
     stream: bool = False
     include_usage: bool = False
 
 
-def from_chat_completion(body: ChatCompletionIn, header_user: str | None = None) -> ClientRequest:
+def from_chat_completion(
+    body: ChatCompletionIn, header_user: str | None = None, bound_user: str | None = None
+) -> ClientRequest:
     if body.n is not None and body.n != 1:
         raise invalid_request(
             "n must be 1: the gateway answers one choice per request (history and budgets "
@@ -72,6 +75,7 @@ def from_chat_completion(body: ChatCompletionIn, header_user: str | None = None)
         safety_identifier=body.safety_identifier,
         user=body.user,
         header_user=header_user,
+        bound_user=bound_user,
         stream=body.stream,
         include_usage=bool(body.stream_options and body.stream_options.include_usage),
     )

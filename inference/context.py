@@ -19,3 +19,4 @@ class InferenceRequest(HttpRequest):
 
     runtime: InferenceRuntime
     log: RequestLog
+    bound_user: str | None  # the principal, when auth.proxy.bind_user (ProxyAuthMiddleware)

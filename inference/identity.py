@@ -1,5 +1,6 @@
-"""Who the request is for: ``safety_identifier``, else ``user``, else the ``X-User-Id``
-header, else the config's ``default_user_id``."""
+"""Who the request is for: the authenticated principal when ``auth.proxy.bind_user`` is on
+(nothing the client sends can override it), else ``safety_identifier``, else ``user``, else
+the ``X-User-Id`` header, else the config's ``default_user_id``."""
 
 from agents.schema import Config
 from inference.client_request import ClientRequest
@@ -10,6 +11,7 @@ MAX_USER_ID_LENGTH = 255  # the width of the user_id columns
 
 def resolve_user_id(client: ClientRequest, config: Config) -> str:
     for field, candidate in (
+        ("the authenticated principal", client.bound_user),
         ("safety_identifier", client.safety_identifier),
         ("user", client.user),
         ("X-User-Id", client.header_user),

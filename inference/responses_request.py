@@ -26,7 +26,9 @@ from inference.structured import check_json_schema
 SYSTEM_ROLES = ("system", "developer")
 
 
-def from_responses(body: ResponsesIn, header_user: str | None = None) -> ClientRequest:
+def from_responses(
+    body: ResponsesIn, header_user: str | None = None, bound_user: str | None = None
+) -> ClientRequest:
     if body.previous_response_id is not None:
         raise invalid_request(
             "previous_response_id is not supported: send the whole conversation in input "
@@ -60,6 +62,7 @@ def from_responses(body: ResponsesIn, header_user: str | None = None) -> ClientR
         safety_identifier=body.safety_identifier,
         user=body.user,
         header_user=header_user,
+        bound_user=bound_user,
         stream=body.stream,
         include_usage=True,
     )

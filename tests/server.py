@@ -48,6 +48,11 @@ class GatewayServer:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def pid(self) -> int | None:
+        """The server's process id (``serve`` execs daphne, so it stays the same)."""
+        return self._process.pid if self._process is not None else None
+
+    @property
     def env(self) -> dict[str, str]:
         return {
             **os.environ,
@@ -57,8 +62,9 @@ class GatewayServer:
             "PYTHONPATH": str(PROJECT_DIR),
         }
 
-    def start(self) -> "GatewayServer":
-        self.port = free_port()
+    def start(self, port: int | None = None) -> "GatewayServer":
+        """``port``: one the test chose (for a config that names the gateway's own URL)."""
+        self.port = port or free_port()
         serve = [sys.executable, str(PROJECT_DIR / "manage.py"), "serve"]
         with self.log_path.open("ab") as log, self.stdout_path.open("ab") as out:
             self._process = subprocess.Popen(
