@@ -21,7 +21,7 @@ from inference.client_request import (
 from inference.errors import invalid_request
 from inference.providers.types import Message, Part, ResponseFormat, Sampling, ToolCall, ToolSpec
 from inference.schemas import ResponsesIn
-from inference.structured import check_json_schema
+from inference.structured import check_reply_schema
 
 SYSTEM_ROLES = ("system", "developer")
 
@@ -214,7 +214,7 @@ def _text_format(text: dict[str, Any] | None) -> ResponseFormat | None:
             param="text.format.schema",
             code="invalid_json_schema",
         )
-    check_json_schema(schema, "text.format.schema")
+    check_reply_schema(schema, "text.format.schema")
     name = spec.get("name") if isinstance(spec.get("name"), str) else "response"
     return ResponseFormat(
         kind="json_schema", schema=schema, name=name, strict=bool(spec.get("strict", False))

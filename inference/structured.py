@@ -13,6 +13,7 @@ from referencing.jsonschema import DRAFT202012
 
 from inference.errors import ApiError, invalid_request
 from inference.providers.types import ResponseFormat
+from inference.schema_regex import check_patterns, linear_time
 
 
 def parse_response_format(raw: dict[str, Any] | None) -> ResponseFormat | None:
@@ -39,7 +40,7 @@ def parse_response_format(raw: dict[str, Any] | None) -> ResponseFormat | None:
     # The OpenAI shape wraps the schema ({name, schema, strict}); a bare schema is accepted too.
     wrapped = isinstance(wrapper.get("schema"), dict)
     schema = wrapper["schema"] if wrapped else wrapper
-    check_json_schema(
+    check_reply_schema(
         schema, "response_format.json_schema.schema" if wrapped else "response_format.json_schema"
     )
     name = wrapper.get("name") if wrapped and isinstance(wrapper.get("name"), str) else "response"
@@ -58,8 +59,16 @@ _LOCAL_ONLY: Registry = Registry(retrieve=_refuse_retrieval)  # type: ignore[cal
 
 
 def schema_validator(schema: dict[str, Any]) -> Validator:
+    """The validator of replies against ``schema``: its regexes run on RE2."""
     validator_class = validators.validator_for(schema, default=validators.Draft202012Validator)
-    return validator_class(schema, registry=_LOCAL_ONLY)
+    return linear_time(validator_class)(schema, registry=_LOCAL_ONLY)
+
+
+def check_reply_schema(schema: dict[str, Any], param: str) -> None:
+    """400 naming ``param`` unless replies can be validated against ``schema``: a valid
+    JSON Schema whose patterns all run on RE2."""
+    check_json_schema(schema, param)
+    check_patterns(schema, param)
 
 
 def check_json_schema(
