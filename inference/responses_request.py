@@ -20,13 +20,21 @@ from inference.client_request import (
 )
 from inference.errors import invalid_request
 from inference.providers.types import Message, Part, ResponseFormat, Sampling, ToolCall, ToolSpec
-from inference.schemas import ResponsesIn
+from inference.schemas import MAX_MESSAGES, ResponsesIn
 from inference.structured import check_reply_schema
+from inference.wellformed import reject_lone_surrogates
 
 SYSTEM_ROLES = ("system", "developer")
 
 
 def from_responses(body: ResponsesIn, header_user: str | None = None) -> ClientRequest:
+    reject_lone_surrogates(body.model_dump(exclude_none=True))
+    if isinstance(body.input, list) and len(body.input) > MAX_MESSAGES:
+        raise invalid_request(
+            f"input must have at most {MAX_MESSAGES} items, got {len(body.input)}",
+            param="input",
+            code="too_many_items",
+        )
     if body.previous_response_id is not None:
         raise invalid_request(
             "previous_response_id is not supported: send the whole conversation in input "

@@ -49,6 +49,10 @@ def parse_response_format(raw: dict[str, Any] | None) -> ResponseFormat | None:
     )
 
 
+# Deeper schemas would exhaust the stack of the recursive validator (a 500).
+MAX_SCHEMA_DEPTH = 64
+
+
 def _refuse_retrieval(uri: str) -> Resource:
     raise NoSuchResource(ref=uri)
 
@@ -80,6 +84,8 @@ def check_json_schema(
     def reject(message: str) -> ApiError:
         return invalid_request(f"{param} {message}", param=param, code=code)
 
+    if nesting_depth(schema) > MAX_SCHEMA_DEPTH:
+        raise reject(f"is nested deeper than {MAX_SCHEMA_DEPTH} levels of objects and arrays")
     try:
         json.dumps(schema, allow_nan=False)
     except ValueError as error:
@@ -100,6 +106,20 @@ def check_json_schema(
                 f"has a $ref that does not resolve inside the schema: {reference!r} "
                 "(remote references are not fetched)"
             ) from error
+
+
+def nesting_depth(value: Any) -> int:
+    """How deep objects and arrays nest in ``value`` (without recursion: the value may be
+    nested far deeper than the interpreter's stack)."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _references(value: Any) -> Iterator[str]:
