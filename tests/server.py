@@ -48,6 +48,12 @@ class GatewayServer:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def pid(self) -> int:
+        """The server process (``manage.py serve`` becomes daphne in place)."""
+        assert self._process is not None, "the server is not started"
+        return self._process.pid
+
+    @property
     def env(self) -> dict[str, str]:
         return {
             **os.environ,
