@@ -22,6 +22,7 @@ from inference.providers.types import (
 )
 from inference.schemas import ChatCompletionIn, ChatMessageIn
 from inference.structured import check_json_schema, parse_response_format
+from inference.wellformed import reject_lone_surrogates
 
 SYSTEM_ROLES = ("system", "developer")
 _DATA_IMAGE = re.compile(r"data:image/[A-Za-z0-9.+-]+;base64,")
@@ -51,6 +52,7 @@ class ClientRequest:
 def from_chat_completion(
     body: ChatCompletionIn, header_user: str | None = None, bound_user: str | None = None
 ) -> ClientRequest:
+    reject_lone_surrogates(body.model_dump(exclude_none=True))
     if body.n is not None and body.n != 1:
         raise invalid_request(
             "n must be 1: the gateway answers one choice per request (history and budgets "

@@ -5,6 +5,7 @@ the ``X-User-Id`` header, else the config's ``default_user_id``."""
 from agents.schema import Config
 from inference.client_request import ClientRequest
 from inference.errors import invalid_request
+from inference.wellformed import has_lone_surrogate
 
 MAX_USER_ID_LENGTH = 255  # the width of the user_id columns
 
@@ -18,9 +19,14 @@ def resolve_user_id(client: ClientRequest, config: Config) -> str:
         ("default_user_id", config.default_user_id),
     ):
         if candidate is not None and candidate.strip():
-            if len(candidate) > MAX_USER_ID_LENGTH or "\x00" in candidate:
+            if (
+                len(candidate) > MAX_USER_ID_LENGTH
+                or "\x00" in candidate
+                or has_lone_surrogate(candidate)
+            ):
                 raise invalid_request(
-                    f"{field} must be at most {MAX_USER_ID_LENGTH} characters, without NUL",
+                    f"{field} must be at most {MAX_USER_ID_LENGTH} characters of valid Unicode "
+                    "text, without NUL",
                     param=field,
                     code="invalid_user",
                 )

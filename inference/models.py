@@ -95,3 +95,17 @@ class JudgeScore(models.Model):
                 fields=["experiment", "judge", "criterion", "created_at"], name="score_by_metric"
             ),
         ]
+
+
+class BudgetReservation(models.Model):
+    """Tokens set aside for a capped request while it runs (DESIGN 7): the budget check
+    counts them with the ledger, so concurrent requests cannot all pass one check. The
+    request's ledger row replaces it when the call ends; one a crashed process left
+    behind stops counting at ``expires_at``."""
+
+    user_id = models.CharField(max_length=255)
+    tokens = models.BigIntegerField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["user_id", "expires_at"], name="reservation_lookup")]

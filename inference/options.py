@@ -12,6 +12,8 @@ from inference.errors import invalid_request
 # langcodes then checks it properly. It alone would accept "en_US".
 _TAG_SHAPE = re.compile(r"^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$")
 _NON_NEGATIVE_INTEGER = re.compile(r"^[0-9]+$")
+MAX_CAP = 10**15  # larger caps are no caps; beyond it a number is refused, not parsed
+MAX_TAG_LENGTH = 64  # far above any real tag; longer ones are refused before parsing
 
 WINDOWS: dict[str, tuple[str, int]] = {
     "tokens_per_hour": ("hour", 3600),
@@ -46,14 +48,7 @@ def parse_options(metadata: dict[str, str] | None) -> RequestOptions:
     for key, (window, seconds) in WINDOWS.items():
         if key not in metadata:
             continue
-        value = metadata[key]
-        if not _NON_NEGATIVE_INTEGER.match(value):
-            raise invalid_request(
-                f"metadata.{key} must be a non-negative integer written as a string, got {value!r}",
-                param=f"metadata.{key}",
-                code="invalid_metadata",
-            )
-        caps.append(TokenCap(window=window, seconds=seconds, cap=int(value)))
+        caps.append(TokenCap(window=window, seconds=seconds, cap=_cap(key, metadata[key])))
     language = metadata.get("language")
     history = metadata.get("history", "on")
     if history not in ("on", "off"):
@@ -69,7 +64,31 @@ def parse_options(metadata: dict[str, str] | None) -> RequestOptions:
     )
 
 
+def _cap(key: str, value: str) -> int:
+    # The length check comes first: int() of thousands of digits is slow, then refused.
+    if len(value) > len(str(MAX_CAP)) or not _NON_NEGATIVE_INTEGER.match(value):
+        cap = None
+    else:
+        cap = int(value)
+    if cap is None or cap > MAX_CAP:
+        shown = value if len(value) <= 40 else f"{value[:40]}… ({len(value)} characters)"
+        raise invalid_request(
+            f"metadata.{key} must be a non-negative integer up to 10^15 written as a string, "
+            f"got {shown!r}",
+            param=f"metadata.{key}",
+            code="invalid_metadata",
+        )
+    return cap
+
+
 def parse_language(tag: str) -> ReplyLanguage:
+    if len(tag) > MAX_TAG_LENGTH:
+        raise invalid_request(
+            f"metadata.language must be a BCP 47 language tag of at most {MAX_TAG_LENGTH} "
+            f"characters, got {len(tag)}",
+            param="metadata.language",
+            code="invalid_metadata",
+        )
     if not _TAG_SHAPE.match(tag) or not langcodes.tag_is_valid(tag):
         raise invalid_request(
             f"metadata.language must be a well-formed BCP 47 language tag (like 'en' or 'pt-BR'), got {tag!r}",

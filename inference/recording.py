@@ -1,6 +1,7 @@
 """What a turn leaves in the database: one ledger row (every round, repair and subagent
-call summed), the exchange in the user's history when the turn produced an answer, and
-the gateway's half of a tool round that ended at client calls. One transaction."""
+call summed) that replaces the turn's budget reservation, the exchange in the user's
+history when the turn produced an answer, and the gateway's half of a tool round that
+ended at client calls. One transaction."""
 
 from datetime import datetime
 
@@ -8,7 +9,7 @@ from django.db import transaction
 
 from inference.exchanges import tool_exchange_rows
 from inference.history import history_rows
-from inference.models import LedgerEntry, StoredMessage, ToolExchange
+from inference.models import BudgetReservation, LedgerEntry, StoredMessage, ToolExchange
 from inference.providers.types import ToolCall, Usage
 from inference.toolloop import Exchange
 from inference.turn import Turn
@@ -36,6 +37,8 @@ def record_turn(
             total_tokens=usage.total_tokens,
             created_at=now,
         )
+        if turn.reservation is not None:
+            BudgetReservation.objects.filter(id=turn.reservation).delete()
         if reply is not None and turn.remembers:
             StoredMessage.objects.bulk_create(
                 history_rows(turn.user_id, turn.requested_model, turn.user_text, reply)

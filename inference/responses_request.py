@@ -20,8 +20,9 @@ from inference.client_request import (
 )
 from inference.errors import invalid_request
 from inference.providers.types import Message, Part, ResponseFormat, Sampling, ToolCall, ToolSpec
-from inference.schemas import ResponsesIn
-from inference.structured import check_json_schema
+from inference.schemas import MAX_MESSAGES, ResponsesIn
+from inference.structured import check_reply_schema
+from inference.wellformed import reject_lone_surrogates
 
 SYSTEM_ROLES = ("system", "developer")
 
@@ -29,6 +30,13 @@ SYSTEM_ROLES = ("system", "developer")
 def from_responses(
     body: ResponsesIn, header_user: str | None = None, bound_user: str | None = None
 ) -> ClientRequest:
+    reject_lone_surrogates(body.model_dump(exclude_none=True))
+    if isinstance(body.input, list) and len(body.input) > MAX_MESSAGES:
+        raise invalid_request(
+            f"input must have at most {MAX_MESSAGES} items, got {len(body.input)}",
+            param="input",
+            code="too_many_items",
+        )
     if body.previous_response_id is not None:
         raise invalid_request(
             "previous_response_id is not supported: send the whole conversation in input "
@@ -217,7 +225,7 @@ def _text_format(text: dict[str, Any] | None) -> ResponseFormat | None:
             param="text.format.schema",
             code="invalid_json_schema",
         )
-    check_json_schema(schema, "text.format.schema")
+    check_reply_schema(schema, "text.format.schema")
     name = spec.get("name") if isinstance(spec.get("name"), str) else "response"
     return ResponseFormat(
         kind="json_schema", schema=schema, name=name, strict=bool(spec.get("strict", False))

@@ -18,6 +18,7 @@ from django.utils import timezone
 from agents.schema import Config
 from core.afterresponse import after_response
 from core.requestlog import RequestLog
+from inference.budgets import release
 from inference.database import in_database
 from inference.engine import Engine
 from inference.errors import ApiError
@@ -56,6 +57,11 @@ class TurnRunner:
         except ProviderError as error:
             await self._record(turn, loop, error.usage, None)
             raise self._failure(error) from error
+        except BaseException:
+            # Another failure, or the client went away (cancelled): bill what was spent
+            # and free the budget reservation.
+            await asyncio.shield(self._settle_quietly(turn, loop, loop.spent))
+            raise
         await self._record(turn, loop, answer.usage, _remembered(answer))
         self._after_reply(turn, loop, answer)
         return answer
@@ -128,6 +134,17 @@ class TurnRunner:
         except Exception:
             # The client has its answer already; an error escaping here would hang it.
             logger.exception("could not record turn %s", turn.completion_id)
+
+    async def _settle_quietly(self, turn: Turn, loop: ToolLoop, usage: Usage) -> None:
+        """End a turn that has no answer: bill ``usage`` if any, else only release the
+        budget reservation."""
+        if usage.total_tokens:
+            await self._record_quietly(turn, loop, usage, None)
+        elif turn.reservation is not None:
+            try:
+                await in_database(release, turn.reservation)
+            except Exception:
+                logger.exception("could not release the reservation of %s", turn.completion_id)
 
     def _after_reply(self, turn: Turn, loop: ToolLoop, answer: ChatResponse) -> None:
         """Work that must not delay the reply: judges, shadow variants, housekeeping. It

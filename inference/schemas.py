@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 
+MAX_MESSAGES = 10_000  # messages (or input items) in one request
+
 
 class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
@@ -57,7 +59,7 @@ class StreamOptions(_Lenient):
 
 class ChatCompletionIn(_Lenient):
     model: str
-    messages: list[ChatMessageIn] = Field(min_length=1)
+    messages: list[ChatMessageIn] = Field(min_length=1, max_length=MAX_MESSAGES)
     stream: bool = False
     stream_options: StreamOptions | None = None
     safety_identifier: str | None = None

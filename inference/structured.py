@@ -13,6 +13,7 @@ from referencing.jsonschema import DRAFT202012
 
 from inference.errors import ApiError, invalid_request
 from inference.providers.types import ResponseFormat
+from inference.schema_regex import check_patterns, linear_time
 
 
 def parse_response_format(raw: dict[str, Any] | None) -> ResponseFormat | None:
@@ -39,13 +40,17 @@ def parse_response_format(raw: dict[str, Any] | None) -> ResponseFormat | None:
     # The OpenAI shape wraps the schema ({name, schema, strict}); a bare schema is accepted too.
     wrapped = isinstance(wrapper.get("schema"), dict)
     schema = wrapper["schema"] if wrapped else wrapper
-    check_json_schema(
+    check_reply_schema(
         schema, "response_format.json_schema.schema" if wrapped else "response_format.json_schema"
     )
     name = wrapper.get("name") if wrapped and isinstance(wrapper.get("name"), str) else "response"
     return ResponseFormat(
         kind="json_schema", schema=schema, name=name, strict=bool(wrapper.get("strict", False))
     )
+
+
+# Deeper schemas would exhaust the stack of the recursive validator (a 500).
+MAX_SCHEMA_DEPTH = 64
 
 
 def _refuse_retrieval(uri: str) -> Resource:
@@ -58,8 +63,16 @@ _LOCAL_ONLY: Registry = Registry(retrieve=_refuse_retrieval)  # type: ignore[cal
 
 
 def schema_validator(schema: dict[str, Any]) -> Validator:
+    """The validator of replies against ``schema``: its regexes run on RE2."""
     validator_class = validators.validator_for(schema, default=validators.Draft202012Validator)
-    return validator_class(schema, registry=_LOCAL_ONLY)
+    return linear_time(validator_class)(schema, registry=_LOCAL_ONLY)
+
+
+def check_reply_schema(schema: dict[str, Any], param: str) -> None:
+    """400 naming ``param`` unless replies can be validated against ``schema``: a valid
+    JSON Schema whose patterns all run on RE2."""
+    check_json_schema(schema, param)
+    check_patterns(schema, param)
 
 
 def check_json_schema(
@@ -71,6 +84,8 @@ def check_json_schema(
     def reject(message: str) -> ApiError:
         return invalid_request(f"{param} {message}", param=param, code=code)
 
+    if nesting_depth(schema) > MAX_SCHEMA_DEPTH:
+        raise reject(f"is nested deeper than {MAX_SCHEMA_DEPTH} levels of objects and arrays")
     try:
         json.dumps(schema, allow_nan=False)
     except ValueError as error:
@@ -91,6 +106,20 @@ def check_json_schema(
                 f"has a $ref that does not resolve inside the schema: {reference!r} "
                 "(remote references are not fetched)"
             ) from error
+
+
+def nesting_depth(value: Any) -> int:
+    """How deep objects and arrays nest in ``value`` (without recursion: the value may be
+    nested far deeper than the interpreter's stack)."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _references(value: Any) -> Iterator[str]:

@@ -1,11 +1,12 @@
 """Everything decided about a turn before the model is called (DESIGN 4.1).
 
-identify the user → parse metadata limits and language → check token budgets and load
-what the database holds for the turn (history, stored tool exchanges, a bandit's means)
-in one call → require a user message → route to an agent (an experiment's variant) →
+identify the user → parse metadata limits and language → check token budgets (and
+reserve the turn's tokens) and load what the database holds for the turn (history,
+stored tool exchanges, a bandit's means) in one call → require a user message → route to an agent (an experiment's variant) →
 gather its tools → build its request.
 """
 
+import asyncio
 import random
 import time
 import uuid
@@ -16,7 +17,7 @@ from django.utils import timezone
 
 from agents.schema import AgentConfig, Config
 from core.requestlog import RequestLog
-from inference.budgets import check_budgets
+from inference.budgets import release, reservation_size, reserve
 from inference.client_request import ClientRequest
 from inference.database import in_database
 from inference.engine import Engine
@@ -29,6 +30,7 @@ from inference.options import RequestOptions, parse_options
 from inference.prompt import build_chat_request
 from inference.providers.base import Provider
 from inference.providers.types import ChatRequest, Message
+from inference.tokens import estimate_tokens
 from inference.toolloop import Exchange
 from inference.tools import Toolbox, build_toolbox
 
@@ -44,6 +46,16 @@ class Setting:
     options: RequestOptions
     history: tuple[Message, ...]
     exchanges: dict[str, Exchange]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What the database holds for the turn, read (and reserved) before the call."""
+
+    reservation: int | None  # the budget reservation, when the request carries caps
+    history: list[Message]
+    exchanges: dict[str, Exchange]
+    arms: dict[str, Arm]
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,7 @@ class Turn:
     call: AgentCall  # the answering agent's
     user_text: str
     include_usage: bool
+    reservation: int | None = None  # settled by the turn's ledger row
 
     @property
     def agent(self) -> AgentConfig:
@@ -88,21 +101,37 @@ async def prepare_turn(
     user_id = resolve_user_id(client, config)
     log.user = user_id
     options = parse_options(client.metadata)
-    history, exchanges, arms = await in_database(
-        _before_the_call, config, client, user_id, options, timezone.now()
-    )
+    stored = await in_database(_before_the_call, config, client, user_id, options, timezone.now())
+    try:
+        return await _turn(client, config, engine, log, id_prefix, user_id, options, stored)
+    except BaseException:
+        # The turn never reached the call whose recording settles the reservation.
+        if stored.reservation is not None:
+            await asyncio.shield(in_database(release, stored.reservation))
+        raise
+
+
+async def _turn(
+    client: ClientRequest,
+    config: Config,
+    engine: Engine,
+    log: RequestLog,
+    id_prefix: str,
+    user_id: str,
+    options: RequestOptions,
+    stored: Stored,
+) -> Turn:
     if client.user_text is None:
         raise invalid_request(
             "messages must contain at least one message with role 'user'",
             param="messages",
             code="missing_user_message",
         )
-    routing = route(config, client.model, user_id, arms, _rng)
+    routing = route(config, client.model, user_id, stored.arms, _rng)
     log.agent, log.provider = routing.agent.name, routing.agent.provider
     log.experiment, log.variant = routing.experiment, routing.variant
-    if not routing.agent.history:
-        history = []
-    setting = Setting(client, options, tuple(history), exchanges)
+    history = stored.history if routing.agent.history else []
+    setting = Setting(client, options, tuple(history), stored.exchanges)
     return Turn(
         completion_id=f"{id_prefix}{uuid.uuid4().hex}",
         created=int(time.time()),
@@ -113,6 +142,7 @@ async def prepare_turn(
         call=await agent_call(routing.agent, setting, config, engine),
         user_text=client.user_text,
         include_usage=client.include_usage,
+        reservation=stored.reservation,
     )
 
 
@@ -139,11 +169,18 @@ def live_config(config: Config | None, problems: list[str]) -> Config:
 
 def _before_the_call(
     config: Config, client: ClientRequest, user_id: str, options: RequestOptions, now: datetime
-) -> tuple[list[Message], dict[str, Exchange], dict[str, Arm]]:
-    check_budgets(user_id, options.caps, now)
+) -> Stored:
+    reservation = reserve(user_id, options.caps, _reservation_tokens(client), now)
     agent = config.agent(client.model)
     stateless = not options.history or (agent is not None and not agent.history)
     replays = not (client.manages_history or stateless)
     history = load_history(user_id, client.model, config.history) if replays else []
     call_ids = [call.id for message in client.messages for call in message.tool_calls]
-    return history, load_exchanges(user_id, call_ids, now), bandit_arms(config, client.model, now)
+    exchanges = load_exchanges(user_id, call_ids, now)
+    return Stored(reservation, history, exchanges, bandit_arms(config, client.model, now))
+
+
+def _reservation_tokens(client: ClientRequest) -> int:
+    """The estimated prompt (system part and messages) plus the reply's limit."""
+    prompt = "".join(client.system) + "".join(message.content for message in client.messages)
+    return reservation_size(estimate_tokens(prompt), client.sampling.max_tokens)

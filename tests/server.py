@@ -48,9 +48,10 @@ class GatewayServer:
         return f"http://127.0.0.1:{self.port}"
 
     @property
-    def pid(self) -> int | None:
-        """The server's process id (``serve`` execs daphne, so it stays the same)."""
-        return self._process.pid if self._process is not None else None
+    def pid(self) -> int:
+        """The server process (``manage.py serve`` becomes daphne in place)."""
+        assert self._process is not None, "the server is not started"
+        return self._process.pid
 
     @property
     def env(self) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """What every wire-format module shares: HTTP calls, SSE reading and error mapping."""
 
 import json
+import math
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -209,9 +210,22 @@ def arguments_object(arguments: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+# An upstream's wait longer than this is passed on as this (one day).
+MAX_RETRY_AFTER = 86400
+
+
 def retry_after_header(headers: httpx.Headers) -> int | None:
     value = headers.get("retry-after")
+    return retry_seconds(value) if value is not None else None
+
+
+def retry_seconds(text: str) -> int | None:
+    """Whole seconds to wait from an upstream's untrusted number of seconds: ignored
+    (None) unless finite and not negative, at most ``MAX_RETRY_AFTER``."""
     try:
-        return max(0, int(float(value))) if value is not None else None
+        seconds = float(text)
     except ValueError:
         return None
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
+    return min(MAX_RETRY_AFTER, math.ceil(seconds))

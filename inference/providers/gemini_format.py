@@ -1,7 +1,6 @@
 """The Gemini API (``models/{model}:generateContent`` and ``:streamGenerateContent``)."""
 
 import json
-import math
 import mimetypes
 import uuid
 from collections.abc import AsyncIterator
@@ -16,6 +15,7 @@ from inference.providers.base import (
     ProviderError,
     arguments_object,
     retry_after_header,
+    retry_seconds,
     thinking_budget,
     upstream_message,
 )
@@ -307,8 +307,5 @@ def _retry_delay(error: dict[str, Any]) -> int | None:
     for item in _details(error):
         delay = item.get("retryDelay")
         if isinstance(delay, str) and delay.endswith("s"):
-            try:
-                return math.ceil(float(delay[:-1]))
-            except ValueError:
-                return None
+            return retry_seconds(delay[:-1])
     return None

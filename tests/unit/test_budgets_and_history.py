@@ -5,7 +5,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agents.schema import HistoryConfig
-from inference.budgets import check_budgets, retry_after, usage_in_windows
+from inference.budgets import (
+    RESERVATION_TTL,
+    check_budgets,
+    release,
+    reservation_size,
+    reserve,
+    retry_after,
+    usage_in_windows,
+)
 from inference.errors import ApiError
 from inference.history import load_history
 from inference.models import LedgerEntry, StoredMessage
@@ -101,3 +109,33 @@ def test_history_is_isolated_per_user_and_model() -> None:
     store("u", "n", ("user", "other model"), ("assistant", "ok"))
     history = load_history("u", "m", HistoryConfig())
     assert [m.content for m in history] == ["mine", "ok"]
+
+
+def test_a_reservation_holds_the_budget_until_released() -> None:
+    reservation = reserve("u", (HOUR,), reservation_size(5, None), NOW)
+    assert reservation is not None
+    with pytest.raises(ApiError) as raised:
+        reserve("u", (HOUR,), 10, NOW)
+    assert "1029 reserved by requests in progress" in raised.value.message
+    assert raised.value.headers == {"Retry-After": "1"}
+    release(reservation)
+    assert reserve("u", (HOUR,), 10, NOW) is not None
+
+
+def test_a_reservation_left_by_a_crashed_process_expires() -> None:
+    reserve("u", (HOUR,), 1000, NOW)
+    with pytest.raises(ApiError):
+        reserve("u", (HOUR,), 10, NOW + RESERVATION_TTL - timedelta(seconds=1))
+    assert reserve("u", (HOUR,), 10, NOW + RESERVATION_TTL) is not None
+
+
+def test_requests_without_caps_reserve_nothing() -> None:
+    assert reserve("u", (), 1000, NOW) is None
+    assert reserve("u", (HOUR,), 10, NOW) is not None
+
+
+def test_reservation_size_is_prompt_plus_the_reply_limit() -> None:
+    assert reservation_size(7, None) == 7 + 1024
+    assert reservation_size(7, 50) == 57
+    assert reservation_size(7, -3) == 7
+    assert reservation_size(7, 10**30) == 10**15
