@@ -40,10 +40,23 @@ RunTool = Callable[[ToolCall], Awaitable[tuple[Message, Usage]]]
 
 @dataclass(frozen=True)
 class Exchange:
-    """The gateway's own calls of a round that ended at client calls, and their results."""
+    """What the client cannot carry back of a round that ended at client calls: the
+    gateway's own calls of that round with their results, and the provider's signatures
+    of the client's calls (Gemini refuses a follow-up whose calls lost theirs)."""
 
-    calls: tuple[ToolCall, ...]
-    results: tuple[Message, ...]
+    calls: tuple[ToolCall, ...] = ()
+    results: tuple[Message, ...] = ()
+    signatures: tuple[tuple[str, str], ...] = ()  # (client call id, signature)
+
+
+def exchange_of(
+    own: list[ToolCall], results: tuple[Message, ...], client: list[ToolCall]
+) -> Exchange | None:
+    """The exchange to keep for a round that ended at ``client`` calls (None: nothing)."""
+    signatures = tuple((call.id, call.signature) for call in client if call.signature)
+    if not own and not signatures:
+        return None
+    return Exchange(calls=tuple(own), results=results, signatures=signatures)
 
 
 class ToolLoop:
@@ -115,6 +128,7 @@ class ToolLoop:
         self.current = None
         self.spent += accumulator.usage
         reply = accumulator.response()
+        self.exchange = exchange_of([], (), list(reply.tool_calls))
         calls = tuple(self.toolbox.to_client(call) for call in reply.tool_calls)
         self.final = replace(reply, usage=self.spent, tool_calls=calls)
 
@@ -166,7 +180,7 @@ class ToolLoop:
         for _, usage in ran:
             self.spent += usage
         if client:
-            self.exchange = Exchange(calls=tuple(own), results=results) if own else None
+            self.exchange = exchange_of(own, results, client)
             calls = tuple(self.toolbox.to_client(call) for call in client)
             return replace(reply, finish_reason="tool_calls", usage=self.spent, tool_calls=calls)
         # The client's tool_choice applies to the first round; later rounds choose freely.

@@ -123,6 +123,7 @@ def encode_request(request: ChatRequest) -> dict[str, Any]:
 
 
 _CALLING_MODES = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
+UNSIGNED_CALL = "skip_thought_signature_validator"
 
 
 def _calling_config(choice: ToolChoice) -> dict[str, Any]:
@@ -158,7 +159,7 @@ def _parts(message: Message, call_names: dict[str, str]) -> list[dict[str, Any]]
         parts.extend(_content_part(part) for part in message.parts)
     elif message.content:
         parts.append({"text": message.content})
-    for call in message.tool_calls:
+    for position, call in enumerate(message.tool_calls):
         part: dict[str, Any] = {
             "functionCall": {
                 "id": call.id,
@@ -166,8 +167,14 @@ def _parts(message: Message, call_names: dict[str, str]) -> list[dict[str, Any]]
                 "args": arguments_object(call.arguments),
             }
         }
-        if call.signature:
-            part["thoughtSignature"] = call.signature
+        signature = call.signature
+        if position == 0 and not signature:
+            # Gemini 3 refuses a turn whose first call has no signature; calls the model
+            # did not make here (a client's own history, an expired exchange) get the
+            # value Gemini documents for such calls.
+            signature = UNSIGNED_CALL
+        if signature:
+            part["thoughtSignature"] = signature
         parts.append(part)
     return parts
 

@@ -28,6 +28,12 @@ def thought_signature(index: int) -> str:
     return base64.b64encode(f"signature-{index}".encode()).decode()
 
 
+# What the fake gives its calls, and the value Gemini documents for calls it did not make.
+ISSUED_SIGNATURES = {thought_signature(index) for index in range(16)} | {
+    "skip_thought_signature_validator"
+}
+
+
 class GeminiUpstream(FakeUpstream):
     def next_reply(self, recorded: Recorded) -> Reply:
         reply = super().next_reply(recorded)
@@ -81,7 +87,7 @@ def _rejection(recorded: Recorded) -> Reply | None:
                 return Reply.of_error(
                     400, "Invalid function name. Must start with a letter or an underscore."
                 )
-    return _unanswered_calls(contents)
+    return _unanswered_calls(contents) or _unsigned_calls(contents)
 
 
 def _unanswered_calls(contents: list[dict[str, Any]]) -> Reply | None:
@@ -97,6 +103,26 @@ def _unanswered_calls(contents: list[dict[str, Any]]) -> Reply | None:
                 400,
                 "Please ensure that the number of function response parts is equal to the "
                 "number of function call parts of the function call turn.",
+            )
+    return None
+
+
+def _unsigned_calls(contents: list[dict[str, Any]]) -> Reply | None:
+    """Gemini 3: in the current turn (since the last user text), the first function call
+    of each model turn carries the thought signature the model gave it."""
+    starts = [
+        position
+        for position, content in enumerate(contents)
+        if content.get("role") == "user" and any("text" in part for part in content["parts"])
+    ]
+    for position, content in enumerate(contents[starts[-1] if starts else 0 :]):
+        calls = [part for part in content.get("parts", []) if "functionCall" in part]
+        if calls and calls[0].get("thoughtSignature") not in ISSUED_SIGNATURES:
+            name = calls[0]["functionCall"].get("name")
+            return Reply.of_error(
+                400,
+                f"Function call `{name}` in the `{position}.` content block is missing a "
+                "`thought_signature`.",
             )
     return None
 

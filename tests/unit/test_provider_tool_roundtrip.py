@@ -37,7 +37,7 @@ PARAMETERS = {
 }
 TOOL = ToolSpec(name="get_weather", description="Current weather of a city.", parameters=PARAMETERS)
 QUESTION = "Weather in Paris and Rome, then Berlin and Madrid?"
-SIGNATURE = "c2lnbmF0dXJl"
+SIGNATURE = thought_signature(7)  # one the Gemini fake gave earlier
 REQUEST = ChatRequest(
     model="model-1",
     system="You are ACME.",
