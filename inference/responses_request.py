@@ -49,12 +49,7 @@ def from_responses(body: ResponsesIn, header_user: str | None = None) -> ClientR
         tools=tools,
         tool_choice=tool_choice(body.tool_choice, tools, "tool_choice"),
         parallel_tool_calls=body.parallel_tool_calls,
-        sampling=Sampling(
-            temperature=body.temperature,
-            top_p=body.top_p,
-            max_tokens=body.max_output_tokens,
-            reasoning_effort=(body.reasoning or {}).get("effort"),
-        ),
+        sampling=_sampling(body),
         response_format=_text_format(body.text),
         metadata=body.metadata,
         safety_identifier=body.safety_identifier,
@@ -62,6 +57,31 @@ def from_responses(body: ResponsesIn, header_user: str | None = None) -> ClientR
         header_user=header_user,
         stream=body.stream,
         include_usage=True,
+    )
+
+
+def _sampling(body: ResponsesIn) -> Sampling:
+    """The Responses parameters under their chat names: ``max_output_tokens`` is a
+    completion limit (``max_completion_tokens``: reasoning models refuse ``max_tokens``),
+    ``reasoning.effort`` is ``reasoning_effort``, ``text.verbosity`` is ``verbosity``, and
+    ``top_logprobs`` asks for ``logprobs``."""
+    extras = {
+        name: value
+        for name, value in (
+            ("service_tier", body.service_tier),
+            ("verbosity", (body.text or {}).get("verbosity")),
+        )
+        if value is not None
+    }
+    return Sampling(
+        temperature=body.temperature,
+        top_p=body.top_p,
+        max_tokens=body.max_output_tokens,
+        max_tokens_name="max_completion_tokens",
+        reasoning_effort=(body.reasoning or {}).get("effort"),
+        logprobs=True if body.top_logprobs is not None else None,
+        top_logprobs=body.top_logprobs,
+        openai_extras=extras,
     )
 
 

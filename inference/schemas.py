@@ -100,6 +100,8 @@ class ResponsesIn(_Lenient):
     temperature: FiniteFloat | None = None
     top_p: FiniteFloat | None = None
     max_output_tokens: int | None = None
+    top_logprobs: int | None = None
+    service_tier: str | None = None
     metadata: dict[str, str] | None = None
     user: str | None = None
     safety_identifier: str | None = None

@@ -280,6 +280,74 @@ def test_each_kind_receives_the_parameters_under_its_own_names(
     assert {key: body.get(key) for key in EXPECTED_PARAMETERS[kind]} == EXPECTED_PARAMETERS[kind]
 
 
+# What each kind must receive from /v1/responses for these (None: must not receive it).
+RESPONSES_PARAMETERS = {
+    "max_output_tokens": 300,
+    "temperature": 0.5,
+    "top_p": 0.9,
+    "service_tier": "flex",
+    "top_logprobs": 2,
+    "text": {"verbosity": "low"},
+    "reasoning": {"effort": "low"},
+}
+OPENAI_FORMAT_FROM_RESPONSES = {
+    "max_completion_tokens": 300,
+    "max_tokens": None,
+    "max_output_tokens": None,
+    "temperature": 0.5,
+    "top_p": 0.9,
+    "service_tier": "flex",
+    "logprobs": True,
+    "top_logprobs": 2,
+    "verbosity": "low",
+    "reasoning_effort": "low",
+    "text": None,
+    "reasoning": None,
+}
+EXPECTED_FROM_RESPONSES: dict[str, dict[str, Any]] = {
+    "openai": OPENAI_FORMAT_FROM_RESPONSES,
+    "groq": OPENAI_FORMAT_FROM_RESPONSES,
+    "deepseek": OPENAI_FORMAT_FROM_RESPONSES,
+    "anthropic": {
+        "max_tokens": 300,
+        "temperature": 0.5,
+        "top_p": 0.9,
+        "thinking": None,  # the budget (1024) would not fit under max_tokens 300
+        "service_tier": None,
+        "verbosity": None,
+    },
+    "gemini": {
+        "generationConfig": {
+            "maxOutputTokens": 300,
+            "temperature": 0.5,
+            "topP": 0.9,
+            "thinkingConfig": {"thinkingBudget": 1024},
+        },
+    },
+    "cohere": {
+        "max_tokens": 300,
+        "temperature": 0.5,
+        "p": 0.9,
+        "logprobs": None,
+        "reasoning_effort": None,
+        "verbosity": None,
+    },
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_kind_receives_the_responses_parameters_under_its_own_names(
+    kind: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    client.responses.create(
+        model=f"{kind}-agent", input="Parameters?", safety_identifier=user_id, **RESPONSES_PARAMETERS
+    )
+
+    body = fakes[kind].last.body
+    expected = EXPECTED_FROM_RESPONSES[kind]
+    assert {key: body.get(key) for key in expected} == expected
+
+
 def test_anthropic_gets_a_thinking_budget_that_fits(
     client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
 ) -> None:
