@@ -1,11 +1,12 @@
 """Keeping the gateway's own half of a tool round for the client's follow-up (DESIGN 3.1).
 
 When a round calls client tools and agent tools together, the client only sees its own
-calls. The agent's calls and their results are stored under each returned call id for
-an hour; when the follow-up carries those ids, they are put back in the conversation
-before the client's results, so the model sees the whole round again. Any process can
-resume it; without it (expired) the follow-up still works, the model just misses that
-part of the round. Synchronous ORM code, run inside the pipeline's batched calls.
+calls. The agent's calls and their results (and the round's opaque reasoning, such as
+Anthropic's signed thinking, which the provider needs back) are stored under each
+returned call id for an hour; when the follow-up carries those ids, they are put back in
+the conversation before the client's results, so the model sees the whole round again.
+Any process can resume it; without it (expired) the follow-up still works, the model
+just misses that part of the round. Synchronous ORM code, run inside the pipeline's batched calls.
 """
 
 from dataclasses import replace
@@ -31,6 +32,7 @@ def tool_exchange_rows(
             {"tool_call_id": m.tool_call_id, "name": m.name, "content": m.content}
             for m in exchange.results
         ],
+        "reasoning": list(exchange.reasoning),
     }
     return [
         ToolExchange(call_id=call_id, user_id=user_id, exchange=stored)
@@ -60,7 +62,13 @@ def with_exchanges(messages: tuple[Message, ...], stored: dict[str, Exchange]) -
         if found is None:
             restored.append(message)
             continue
-        restored.append(replace(message, tool_calls=(*found.calls, *message.tool_calls)))
+        restored.append(
+            replace(
+                message,
+                tool_calls=(*found.calls, *message.tool_calls),
+                reasoning=found.reasoning or message.reasoning,
+            )
+        )
         restored.extend(found.results)
     return restored
 
@@ -77,4 +85,5 @@ def _exchange(stored: dict[str, Any]) -> Exchange:
             )
             for r in stored["results"]
         ),
+        reasoning=tuple(stored.get("reasoning", ())),
     )

@@ -15,6 +15,7 @@ without them the first round is the last and is relayed as it arrives.
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from inference.enforcement import strip_fence, validation_errors, with_repair_turn
 from inference.providers.base import Provider, ProviderError
@@ -40,10 +41,12 @@ RunTool = Callable[[ToolCall], Awaitable[tuple[Message, Usage]]]
 
 @dataclass(frozen=True)
 class Exchange:
-    """The gateway's own calls of a round that ended at client calls, and their results."""
+    """What the client does not see of a round that ended at client calls: the gateway's
+    own calls and their results, and the reasoning the provider needs back with the round."""
 
     calls: tuple[ToolCall, ...]
     results: tuple[Message, ...]
+    reasoning: tuple[Any, ...] = ()
 
 
 class ToolLoop:
@@ -117,6 +120,8 @@ class ToolLoop:
         reply = accumulator.response()
         calls = tuple(self.toolbox.to_client(call) for call in reply.tool_calls)
         self.final = replace(reply, usage=self.spent, tool_calls=calls)
+        if calls and reply.reasoning:
+            self.exchange = Exchange((), (), reply.reasoning)
 
     async def _collected(self, request: ChatRequest) -> ChatResponse:
         self.current = accumulator = StreamAccumulator()
@@ -166,14 +171,20 @@ class ToolLoop:
         for _, usage in ran:
             self.spent += usage
         if client:
-            self.exchange = Exchange(calls=tuple(own), results=results) if own else None
+            kept = own or reply.reasoning
+            self.exchange = Exchange(tuple(own), results, reply.reasoning) if kept else None
             calls = tuple(self.toolbox.to_client(call) for call in client)
             return replace(reply, finish_reason="tool_calls", usage=self.spent, tool_calls=calls)
         # The client's tool_choice applies to the first round; later rounds choose freely.
         choice = request.tool_choice
         if choice is not None and choice.mode == "required":
             choice = None
-        assistant = Message(role="assistant", content=reply.text, tool_calls=reply.tool_calls)
+        assistant = Message(
+            role="assistant",
+            content=reply.text,
+            tool_calls=reply.tool_calls,
+            reasoning=reply.reasoning,
+        )
         return replace(
             request, messages=(*request.messages, assistant, *results), tool_choice=choice
         )

@@ -340,7 +340,10 @@ def test_each_kind_receives_the_responses_parameters_under_its_own_names(
     kind: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
 ) -> None:
     client.responses.create(
-        model=f"{kind}-agent", input="Parameters?", safety_identifier=user_id, **RESPONSES_PARAMETERS
+        model=f"{kind}-agent",
+        input="Parameters?",
+        safety_identifier=user_id,
+        **RESPONSES_PARAMETERS,
     )
 
     body = fakes[kind].last.body

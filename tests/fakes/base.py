@@ -25,6 +25,7 @@ class Reply:
     chunks: tuple[str, ...] = ()
     stream: bool | None = None  # None: as the request asks
     tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    thinking: str = ""  # the model's reasoning before its answer (where the format shows it)
     prompt_tokens: int = 11
     completion_tokens: int = 7
     finish_reason: str = "stop"
