@@ -182,6 +182,8 @@ def _conversation(messages: list[ChatMessageIn]) -> list[Message]:
     calls: dict[str, str] = {}  # call id → tool name
     converted: list[Message] = []
     for index, message in enumerate(messages):
+        if message.role != "user":
+            _check_text_only(message, index)
         if message.role in SYSTEM_ROLES:
             continue
         if message.role == "assistant":
@@ -208,6 +210,17 @@ def _conversation(messages: list[ChatMessageIn]) -> list[Message]:
         else:
             converted.append(_user_message(message, index))
     return converted
+
+
+def _check_text_only(message: ChatMessageIn, index: int) -> None:
+    """Only user messages may carry images; other roles' parts must be text."""
+    for position, part in enumerate(message.content if isinstance(message.content, list) else []):
+        if part.type != "text":
+            raise unsupported_part(
+                part.type,
+                f"messages[{index}].content[{position}]",
+                f"text in {message.role} messages; images only in user messages",
+            )
 
 
 def _user_message(message: ChatMessageIn, index: int) -> Message:

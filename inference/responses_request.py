@@ -98,14 +98,14 @@ def _conversation(items: list[dict[str, Any]]) -> tuple[list[str], list[Message]
         kind = item.get("type", "message")
         if kind == "message":
             role = item.get("role")
+            content = item.get("content")
             if role in SYSTEM_ROLES:
-                system.append(_text(item.get("content"), where))
+                system.append(_text(content, f"{where}.content", role))
             elif role == "user":
-                messages.append(user_message(_user_parts(item.get("content"), where)))
+                messages.append(user_message(_user_parts(content, where)))
             elif role == "assistant":
-                messages.append(
-                    Message(role="assistant", content=_text(item.get("content"), where))
-                )
+                text = _text(content, f"{where}.content", role)
+                messages.append(Message(role="assistant", content=text))
             else:
                 raise invalid_request(
                     f"{where}.role must be user, assistant, system or developer, got {role!r}",
@@ -134,7 +134,7 @@ def _conversation(items: list[dict[str, Any]]) -> tuple[list[str], list[Message]
                     param=f"{where}.call_id",
                     code="unknown_tool_call",
                 )
-            output = _text(item.get("output"), f"{where}.output")
+            output = _text(item.get("output"), f"{where}.output", "function_call_output")
             messages.append(
                 Message(role="tool", content=output, tool_call_id=call_id, name=calls[call_id])
             )
@@ -170,8 +170,9 @@ def _user_parts(content: Any, where: str) -> list[Part]:
     return parts
 
 
-def _text(content: Any, where: str) -> str:
-    """The text of a string, or of text parts (input_text, output_text)."""
+def _text(content: Any, where: str, role: str) -> str:
+    """The text of a string, or of text parts (input_text, output_text): only user
+    messages may carry images."""
     if content is None or isinstance(content, str):
         return content or ""
     if not isinstance(content, list):
@@ -182,7 +183,9 @@ def _text(content: Any, where: str) -> str:
     for position, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind not in ("input_text", "output_text", "text", "refusal"):
-            raise unsupported_part(kind, f"{where}[{position}]", "text parts")
+            raise unsupported_part(
+                kind, f"{where}[{position}]", f"text in {role} items; images only in user messages"
+            )
         texts.append(str(part.get("text") or part.get("refusal") or ""))
     return "".join(texts)
 

@@ -504,6 +504,85 @@ def test_unsupported_content_parts_are_400_naming_the_part(
     assert openai_fake.requests == []
 
 
+@pytest.mark.parametrize(
+    ("path", "message", "param"),
+    [
+        (
+            "chat/completions",
+            {"role": "system", "content": [{"type": "image_url", "image_url": {"url": IMAGE_URL}}]},
+            "messages[0].content[0]",
+        ),
+        (
+            "chat/completions",
+            {"role": "developer", "content": [{"type": "file", "file": {"file_id": "f"}}]},
+            "messages[0].content[0]",
+        ),
+        (
+            "chat/completions",
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Look:"},
+                    {"type": "input_audio", "input_audio": {"data": "x", "format": "wav"}},
+                ],
+            },
+            "messages[0].content[1]",
+        ),
+        (
+            "chat/completions",
+            {
+                "role": "tool",
+                "tool_call_id": "c",
+                "content": [{"type": "image_url", "image_url": {"url": IMAGE_URL}}],
+            },
+            "messages[0].content[0]",
+        ),
+        (
+            "responses",
+            {"role": "system", "content": [{"type": "input_image", "image_url": IMAGE_URL}]},
+            "input[0].content[0]",
+        ),
+        (
+            "responses",
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "output_text", "text": "See"},
+                    {"type": "input_image", "image_url": IMAGE_URL},
+                ],
+            },
+            "input[0].content[1]",
+        ),
+    ],
+    ids=[
+        "system-image",
+        "developer-file",
+        "assistant-audio",
+        "tool-image",
+        "item-system",
+        "item-assistant",
+    ],
+)
+def test_non_text_parts_outside_user_messages_are_400_naming_the_part(
+    gateway: GatewayServer,
+    openai_fake: FakeUpstream,
+    path: str,
+    message: dict[str, Any],
+    param: str,
+) -> None:
+    user = {"role": "user", "content": "Hi"}
+    field = "messages" if path == "chat/completions" else "input"
+    response = httpx.post(
+        f"{gateway.url}/v1/{path}",
+        json={"model": "openai-agent", field: [message, user], "user": "u"},
+    )
+
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert (error["param"], error["code"]) == (param, "unsupported_content_part")
+    assert openai_fake.requests == []
+
+
 def test_more_than_one_choice_is_400(gateway: GatewayServer) -> None:
     response = httpx.post(
         f"{gateway.url}/v1/chat/completions",
