@@ -45,6 +45,7 @@ class ClientRequest:
     header_user: str | None = None  # X-User-Id, for clients that cannot set body fields
     stream: bool = False
     include_usage: bool = False
+    conversation_param: str = "messages"  # the field that carries the conversation
 
 
 def from_chat_completion(body: ChatCompletionIn, header_user: str | None = None) -> ClientRequest:

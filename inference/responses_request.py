@@ -57,6 +57,7 @@ def from_responses(body: ResponsesIn, header_user: str | None = None) -> ClientR
         header_user=header_user,
         stream=body.stream,
         include_usage=True,
+        conversation_param="input",
     )
 
 

@@ -96,6 +96,43 @@ def test_bad_request_is_400_naming_the_field(
     assert error["code"] == code
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "param", "message"),
+    [
+        (
+            "responses",
+            {"model": "openai-agent", "input": 42, "user": "u"},
+            "input",
+            "input must be a string or a list",
+        ),
+        (
+            "chat/completions",
+            chat(
+                messages=[
+                    {"role": "user", "content": [{"type": "image_url", "image_url": "https://x"}]}
+                ]
+            ),
+            "messages[0].content[0].image_url",
+            "messages[0].content[0].image_url must be an object",
+        ),
+        ("chat/completions", chat(stop=5), "stop", "stop must be a string or a list"),
+        (
+            "responses",
+            {"model": "openai-agent", "input": [], "user": "u"},
+            "input",
+            "input must contain at least one message with role 'user'",
+        ),
+    ],
+    ids=["input-number", "image-url-string", "stop-number", "input-empty"],
+)
+def test_400_names_the_field_the_client_sent(
+    gateway: GatewayServer, path: str, body: dict, param: str, message: str
+) -> None:
+    response = httpx.post(f"{gateway.url}/v1/{path}", json=body)
+
+    assert assert_error(response, 400, "invalid_request_error", param)["message"] == message
+
+
 def test_malformed_json_body_is_400(gateway: GatewayServer) -> None:
     response = httpx.post(
         f"{gateway.url}/v1/chat/completions",
