@@ -24,16 +24,24 @@ from inference.schemas import ResponsesIn
 from inference.structured import check_json_schema
 
 SYSTEM_ROLES = ("system", "developer")
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+# What the gateway does not serve (it keeps each user's history itself, see
+# metadata.history, but no responses, conversations or prompts), and what to do instead.
+_HISTORY = "send the whole conversation in input (the gateway keeps each user's history itself)"
+_STATEFUL = (
+    ("previous_response_id", _HISTORY),
+    ("conversation", _HISTORY),
+    ("prompt", "send the instructions and input themselves (no prompts are stored)"),
+    ("background", "the gateway answers in the foreground only (no responses are stored)"),
+)
 
 
 def from_responses(body: ResponsesIn, header_user: str | None = None) -> ClientRequest:
-    if body.previous_response_id is not None:
-        raise invalid_request(
-            "previous_response_id is not supported: send the whole conversation in input "
-            "(the gateway keeps each user's history itself; see metadata.history)",
-            param="previous_response_id",
-            code="unsupported_parameter",
-        )
+    for name, instead in _STATEFUL:
+        if getattr(body, name) not in (None, False):
+            raise invalid_request(
+                f"{name} is not supported: {instead}", param=name, code="unsupported_parameter"
+            )
     items = [{"role": "user", "content": body.input}] if isinstance(body.input, str) else body.input
     system, messages = _conversation(items)
     if body.instructions:
@@ -74,12 +82,19 @@ def _sampling(body: ResponsesIn) -> Sampling:
         )
         if value is not None
     }
+    effort = (body.reasoning or {}).get("effort")
+    if effort is not None and effort not in REASONING_EFFORTS:
+        raise invalid_request(
+            f"reasoning.effort must be one of {', '.join(REASONING_EFFORTS)}, got {effort!r}",
+            param="reasoning.effort",
+            code="unsupported_value",
+        )
     return Sampling(
         temperature=body.temperature,
         top_p=body.top_p,
         max_tokens=body.max_output_tokens,
         max_tokens_name="max_completion_tokens",
-        reasoning_effort=(body.reasoning or {}).get("effort"),
+        reasoning_effort=effort,
         logprobs=True if body.top_logprobs is not None else None,
         top_logprobs=body.top_logprobs,
         openai_extras=extras,
@@ -117,7 +132,7 @@ def _conversation(items: list[dict[str, Any]]) -> tuple[list[str], list[Message]
             call = ToolCall(
                 id=_string(item, "call_id", where),
                 name=_string(item, "name", where),
-                arguments=str(item.get("arguments") or "{}"),
+                arguments=_arguments(item.get("arguments"), f"{where}.arguments"),
             )
             calls[call.id] = call.name
             last = messages[-1] if messages else None
@@ -189,6 +204,19 @@ def _text(content: Any, where: str, role: str) -> str:
             )
         texts.append(str(part.get("text") or part.get("refusal") or ""))
     return "".join(texts)
+
+
+def _arguments(value: Any, where: str) -> str:
+    """A function call's arguments: JSON text, as the model wrote it (not an object)."""
+    if value is None or value == "":
+        return "{}"
+    if not isinstance(value, str):
+        raise invalid_request(
+            f"{where} must be a string of JSON, got {type(value).__name__}",
+            param=where,
+            code="invalid_item",
+        )
+    return value
 
 
 def _string(item: dict[str, Any], key: str, where: str) -> str:

@@ -66,8 +66,8 @@ class ChatCompletionIn(_Lenient):
     response_format: dict[str, Any] | None = None
     temperature: FiniteFloat | None = None
     top_p: FiniteFloat | None = None
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
     stop: str | list[str] | None = None
     seed: int | None = None
     n: int | None = None
@@ -99,7 +99,7 @@ class ResponsesIn(_Lenient):
     reasoning: dict[str, Any] | None = None
     temperature: FiniteFloat | None = None
     top_p: FiniteFloat | None = None
-    max_output_tokens: int | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
     top_logprobs: int | None = None
     service_tier: str | None = None
     metadata: dict[str, str] | None = None
@@ -107,4 +107,8 @@ class ResponsesIn(_Lenient):
     safety_identifier: str | None = None
     stream: bool = False
     store: bool | None = None
+    # Stateful or server-side features, refused with a 400 naming each.
     previous_response_id: str | None = None
+    conversation: Any = None
+    background: bool | None = None
+    prompt: Any = None

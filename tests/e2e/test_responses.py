@@ -180,6 +180,26 @@ def test_streamed_function_call_arrives_as_items(
             "text.format.schema",
             "invalid_json_schema",
         ),
+        ({"conversation": "conv_123"}, "conversation", "unsupported_parameter"),
+        ({"background": True}, "background", "unsupported_parameter"),
+        ({"prompt": {"id": "pmpt_123"}}, "prompt", "unsupported_parameter"),
+        (
+            {
+                "input": [
+                    {"role": "user", "content": "Weather?"},
+                    {
+                        "type": "function_call",
+                        "call_id": "c1",
+                        "name": "get_weather",
+                        "arguments": {"city": "Oslo"},
+                    },
+                ]
+            },
+            "input[1].arguments",
+            "invalid_item",
+        ),
+        ({"reasoning": {"effort": "extreme"}}, "reasoning.effort", "unsupported_value"),
+        ({"max_output_tokens": 0}, "max_output_tokens", "invalid_type"),
     ],
     ids=[
         "previous-response",
@@ -188,6 +208,12 @@ def test_streamed_function_call_arrives_as_items(
         "part-type",
         "orphan-output",
         "bad-schema",
+        "conversation",
+        "background",
+        "prompt",
+        "arguments-object",
+        "effort",
+        "no-output-tokens",
     ],
 )
 def test_responses_refuses_what_it_cannot_serve_naming_the_field(
