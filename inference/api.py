@@ -32,7 +32,7 @@ async def list_models(request: InferenceRequest) -> HttpResponse:
     return _json({"object": "list", "data": [_model(agent.name) for agent in config.agents]})
 
 
-@api.get("/models/{model_id}")
+@api.get("/models/{path:model_id}")
 async def retrieve_model(request: InferenceRequest, model_id: str) -> HttpResponse:
     """An agent or an experiment (experiments are valid models, only not listed)."""
     holder = request.runtime.holder
