@@ -271,8 +271,15 @@ def _usage(usage: dict[str, Any] | None) -> Usage:
     if not usage:
         return Usage()
     return Usage(
-        prompt_tokens=_input_tokens(usage), completion_tokens=int(usage.get("output_tokens") or 0)
+        prompt_tokens=_input_tokens(usage),
+        completion_tokens=int(usage.get("output_tokens") or 0),
+        cached_tokens=_cached_tokens(usage),
     )
+
+
+def _cached_tokens(usage: dict[str, Any]) -> int | None:
+    value = usage.get("cache_read_input_tokens")
+    return int(value) if value is not None else None
 
 
 def _input_tokens(usage: dict[str, Any]) -> int:
@@ -289,6 +296,7 @@ class _StreamState:
 
     request: ChatRequest
     prompt_tokens: int = 0
+    cached_tokens: int | None = None
     call_index: dict[int, int] = field(default_factory=dict)  # content block → tool call
     response_blocks: set[int] = field(default_factory=set)
     thinking: dict[int, dict[str, Any]] = field(default_factory=dict)  # block → so far
@@ -297,7 +305,9 @@ class _StreamState:
         kind = payload.get("type")
         index = payload.get("index", 0)
         if kind == "message_start":
-            self.prompt_tokens = _input_tokens(payload["message"].get("usage") or {})
+            usage = payload["message"].get("usage") or {}
+            self.prompt_tokens = _input_tokens(usage)
+            self.cached_tokens = _cached_tokens(usage)
         elif kind == "content_block_start":
             return self._block_start(index, payload["content_block"])
         elif kind == "content_block_delta":
@@ -348,5 +358,7 @@ class _StreamState:
         if usage:
             prompt = _input_tokens(usage) or self.prompt_tokens
             completion = int(usage.get("output_tokens") or 0)
-            events.append(UsageReport(Usage(prompt_tokens=prompt, completion_tokens=completion)))
+            cached = _cached_tokens(usage)
+            cached = self.cached_tokens if cached is None else cached
+            events.append(UsageReport(Usage(prompt, completion, cached_tokens=cached)))
         return events

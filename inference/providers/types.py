@@ -126,6 +126,10 @@ class ChatRequest:
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Of those, where the provider reports them (None: not reported): prompt tokens read
+    # from its cache, completion tokens spent reasoning.
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -135,7 +139,13 @@ class Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
+            _known_sum(self.cached_tokens, other.cached_tokens),
+            _known_sum(self.reasoning_tokens, other.reasoning_tokens),
         )
+
+
+def _known_sum(first: int | None, second: int | None) -> int | None:
+    return None if first is None and second is None else (first or 0) + (second or 0)
 
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
@@ -154,6 +164,7 @@ class ChatResponse:
 @dataclass(frozen=True)
 class TextDelta:
     text: str
+    logprobs: Any = None  # the provider's logprobs of this piece, where it gives OpenAI's shape
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ through the real server with the official SDK."""
 import base64
 import json
 import sqlite3
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -420,6 +421,80 @@ def test_logprobs_come_back_from_openai_format_kinds(
 
     assert reply.text == answer["choices"][0]["message"]["content"]
     assert answer["choices"][0]["logprobs"] == logprobs
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_streamed_logprobs_come_back_piece_by_piece(
+    api: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    fakes["deepseek"].script(Reply.of_chunks("Hel", "lo"))
+
+    if api == "chat":
+        chunks = list(
+            client.chat.completions.create(
+                model="deepseek-agent",
+                messages=[{"role": "user", "content": "Hi"}],
+                logprobs=True,
+                stream=True,
+                safety_identifier=user_id,
+            )
+        )
+        pieces = [
+            c.choices[0].logprobs.content for c in chunks if c.choices and c.choices[0].logprobs
+        ]
+    else:
+        with client.responses.stream(
+            model="deepseek-agent", input="Hi", top_logprobs=0, safety_identifier=user_id
+        ) as stream:
+            events = list(stream)
+        pieces = [e.logprobs for e in events if e.type == "response.output_text.delta"]
+        done = stream.get_final_response().output[0].content[0].logprobs
+        assert [token.token for token in done] == ["Hel", "lo"]
+
+    assert [[(t.token, t.logprob) for t in piece] for piece in pieces] == [
+        [("Hel", -0.5)],
+        [("lo", -0.5)],
+    ]
+
+
+# Usage details each kind reports for 4 cached prompt tokens and 3 reasoning tokens
+# (None: the kind does not report it).
+USAGE_DETAILS = {
+    "openai": (4, 3),
+    "anthropic": (4, None),
+    "gemini": (4, 3),
+    "cohere": (None, None),
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("kind", list(USAGE_DETAILS))
+def test_usage_details_pass_through_where_the_provider_reports_them(
+    kind: str, stream: bool, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    reply = Reply.of_text("Hi", prompt_tokens=10, completion_tokens=6, cached_tokens=4)
+    fakes[kind].script(replace(reply, reasoning_tokens=3), replace(reply, reasoning_tokens=3))
+    cached, reasoning = USAGE_DETAILS[kind]
+    options: dict[str, Any] = {"model": f"{kind}-agent", "safety_identifier": user_id}
+
+    messages = [{"role": "user", "content": "Hi"}]
+    if stream:
+        chunks = client.chat.completions.create(
+            messages=messages, stream=True, stream_options={"include_usage": True}, **options
+        )
+        usage = list(chunks)[-1].usage
+        with client.responses.stream(input="Hi", **options) as events:
+            response_usage = events.get_final_response().usage
+    else:
+        usage = client.chat.completions.create(messages=messages, **options).usage
+        response_usage = client.responses.create(input="Hi", **options).usage
+
+    assert (usage.prompt_tokens, usage.completion_tokens) == (10, 6)
+    assert (usage.prompt_tokens_details and usage.prompt_tokens_details.cached_tokens) == cached
+    details = usage.completion_tokens_details
+    assert (details and details.reasoning_tokens) == reasoning
+    assert response_usage.input_tokens_details.cached_tokens == (cached or 0)
+    assert response_usage.output_tokens_details.reasoning_tokens == (reasoning or 0)
 
 
 def _openai_choice(text: str) -> dict[str, Any]:

@@ -76,10 +76,7 @@ class AnthropicUpstream(FakeUpstream):
             "content": content,
             "stop_reason": _stop_reason(reply, forced is not None),
             "stop_sequence": None,
-            "usage": {
-                "input_tokens": reply.prompt_tokens,
-                "output_tokens": reply.completion_tokens,
-            },
+            "usage": {**_input_usage(reply), "output_tokens": reply.completion_tokens},
         }
 
     def render_stream(self, reply: Reply, recorded: Recorded) -> Iterator[bytes]:
@@ -91,7 +88,7 @@ class AnthropicUpstream(FakeUpstream):
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": {"input_tokens": reply.prompt_tokens, "output_tokens": 1},
+            "usage": {**_input_usage(reply), "output_tokens": 1},
         }
         yield _event("message_start", {"message": message})
         yield _event("ping", {})
@@ -220,6 +217,14 @@ def _unpaired_tool_results(messages: list[dict[str, Any]]) -> Reply | None:
                 "immediately after",
             )
     return None
+
+
+def _input_usage(reply: Reply) -> dict[str, int]:
+    """Anthropic counts prompt tokens read from its cache apart from ``input_tokens``."""
+    usage = {"input_tokens": reply.prompt_tokens - reply.cached_tokens}
+    if reply.cached_tokens:
+        usage["cache_read_input_tokens"] = reply.cached_tokens
+    return usage
 
 
 def _thinking_block(thinking: str) -> dict[str, Any]:
