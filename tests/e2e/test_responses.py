@@ -143,13 +143,14 @@ def test_function_call_round_trip_in_response_items(
     assert results == [(call.call_id, "14 °C")]
 
 
+@pytest.mark.parametrize("kind", KINDS)
 def test_streamed_function_call_arrives_as_items(
-    client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+    kind: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
 ) -> None:
-    fakes["gemini"].script(Reply.of_tool_calls(("get_weather", {"city": "Lima"})))
+    fakes[kind].script(Reply.of_tool_calls(("get_weather", {"city": "Lima"})))
 
     with client.responses.stream(
-        model="gemini-agent", input="Weather in Lima?", tools=[WEATHER], safety_identifier=user_id
+        model=f"{kind}-agent", input="Weather in Lima?", tools=[WEATHER], safety_identifier=user_id
     ) as stream:
         kinds = [event.type for event in stream]
         final = stream.get_final_response()
@@ -228,17 +229,18 @@ def test_responses_refuses_what_it_cannot_serve_naming_the_field(
     assert openai_fake.requests == []
 
 
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
 def test_openai_agents_sdk_in_its_default_responses_mode_finishes_with_a_tool(
-    gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+    kind: str, gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
 ) -> None:
-    fakes["anthropic"].script(
+    fakes[kind].script(
         Reply.of_tool_calls(("get_weather", {"city": "Paris"})), Reply.of_text("Sunny in Paris.")
     )
 
-    outcome = run_client("agents_sdk_responses.py", gateway, "anthropic-agent", user_id)
+    outcome = run_client("agents_sdk_responses.py", gateway, f"{kind}-agent", user_id)
 
     assert outcome == {"output": "Sunny in Paris.", "tool_calls": ["Paris"]}
-    _, results = sent_tool_calls_and_results("anthropic", fakes["anthropic"].last.body)
+    _, results = sent_tool_calls_and_results(kind, fakes[kind].last.body)
     assert results[0][1] == "sunny in Paris, 21 C"
 
 
@@ -256,6 +258,8 @@ PARAMETERS = {
     "logit_bias": {"50256": -100},
     "service_tier": "flex",
     "verbosity": "low",
+    "prediction": {"type": "content", "content": "Parameters are"},
+    "modalities": ["text"],
 }
 # What each kind must receive for PARAMETERS (and must not: the keys mapped to None).
 EXPECTED_PARAMETERS: dict[str, dict[str, Any]] = {
@@ -267,6 +271,8 @@ EXPECTED_PARAMETERS: dict[str, dict[str, Any]] = {
         "seed": None,
         "frequency_penalty": None,
         "logit_bias": None,
+        "prediction": None,
+        "modalities": None,
     },
     "gemini": {
         "generationConfig": {
@@ -287,6 +293,8 @@ EXPECTED_PARAMETERS: dict[str, dict[str, Any]] = {
         "logprobs": None,
         "logit_bias": None,
         "reasoning_effort": None,
+        "prediction": None,
+        "modalities": None,
     },
 }
 EXPECTED_PARAMETERS["groq"] = EXPECTED_PARAMETERS["deepseek"] = EXPECTED_PARAMETERS["openai"]
@@ -537,28 +545,46 @@ EXPECTED_IMAGES["groq"] = EXPECTED_IMAGES["deepseek"] = EXPECTED_IMAGES["cohere"
 ]
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_image_parts_reach_each_kind_in_its_native_form(
     kind: str,
+    api: str,
     client: openai.OpenAI,
     gateway: GatewayServer,
     fakes: dict[str, FakeUpstream],
     user_id: str,
 ) -> None:
-    client.chat.completions.create(
-        model=f"{kind}-agent",
-        messages=[
-            {
-                "role": "user",
-                "content": [
-                    {"type": "text", "text": "What is in these?"},
-                    {"type": "image_url", "image_url": {"url": IMAGE_URL}},
-                    {"type": "image_url", "image_url": {"url": DATA_URI, "detail": "low"}},
-                ],
-            }
-        ],
-        safety_identifier=user_id,
-    )
+    if api == "chat":
+        client.chat.completions.create(
+            model=f"{kind}-agent",
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "What is in these?"},
+                        {"type": "image_url", "image_url": {"url": IMAGE_URL}},
+                        {"type": "image_url", "image_url": {"url": DATA_URI, "detail": "low"}},
+                    ],
+                }
+            ],
+            safety_identifier=user_id,
+        )
+    else:
+        client.responses.create(
+            model=f"{kind}-agent",
+            input=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": "What is in these?"},
+                        {"type": "input_image", "image_url": IMAGE_URL, "detail": "auto"},
+                        {"type": "input_image", "image_url": DATA_URI, "detail": "low"},
+                    ],
+                }
+            ],
+            safety_identifier=user_id,
+        )
 
     body = fakes[kind].last.body
     if kind == "anthropic":
@@ -717,6 +743,24 @@ def test_x_user_id_names_the_user_after_the_body_fields(
 
     assert len(_stored(gateway, user_id)) == 2
     assert len(_stored(gateway, f"{user_id}-body")) == 2
+
+
+def test_x_user_id_names_the_user_only_after_safety_identifier(
+    gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        json={
+            "model": "openai-agent",
+            "messages": [{"role": "user", "content": "Who am I?"}],
+            "safety_identifier": user_id,
+            "user": f"{user_id}-user",
+        },
+        headers={"X-User-Id": f"{user_id}-header"},
+    )
+
+    assert len(_stored(gateway, user_id)) == 2
+    assert _stored(gateway, f"{user_id}-user") == _stored(gateway, f"{user_id}-header") == []
 
 
 def test_metadata_history_off_neither_replays_nor_stores_but_bills(

@@ -7,6 +7,7 @@ Streamable HTTP, and subagents) are run by the gateway in its tool loop.
 
 import json
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -402,6 +403,22 @@ def test_anthropic_thinking_goes_back_in_the_agents_own_tool_round(
     (assistant,) = [m for m in fake.last.body["messages"] if m["role"] == "assistant"]
     assert [block["type"] for block in assistant["content"]] == ["thinking", "tool_use"]
     assert assistant["content"][0]["thinking"] == "Add them."
+
+
+def test_x_user_id_names_the_user_before_default_user_id(
+    tools_gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    body = {"model": "helper.v2", "messages": [{"role": "user", "content": "Who am I?"}]}
+    url = f"{tools_gateway.url}/v1/chat/completions"
+
+    httpx.post(url, json=body, headers={"X-User-Id": user_id})
+    httpx.post(url, json=body)
+
+    with sqlite3.connect(tools_gateway.workdir / "gateway.sqlite3") as database:
+        billed = database.execute(
+            "SELECT user_id FROM inference_ledgerentry WHERE agent = 'helper.v2' ORDER BY id"
+        ).fetchall()
+    assert billed[-2:] == [(user_id,), ("tools-user",)]
 
 
 def test_mcp_tool_error_goes_back_to_the_model(
