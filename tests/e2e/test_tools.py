@@ -389,7 +389,7 @@ def test_agent_runs_mcp_tools_of_both_transports_in_its_loop(
 
 
 def test_anthropic_thinking_goes_back_in_the_agents_own_tool_round(
-    agent_client: openai.OpenAI, fakes: dict[str, FakeUpstream]
+    agent_client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
 ) -> None:
     fake = fakes["anthropic"]
     fake.script(
@@ -397,7 +397,14 @@ def test_anthropic_thinking_goes_back_in_the_agents_own_tool_round(
         Reply.of_text("5."),
     )
 
-    completion = ask(agent_client, "anthropic-tools", "2+3?", reasoning_effort="low", top_p=0.5)
+    completion = ask(
+        agent_client,
+        "anthropic-tools",
+        "2+3?",
+        reasoning_effort="low",
+        top_p=0.5,
+        safety_identifier=user_id,
+    )
 
     assert completion.choices[0].message.content == "5."
     (assistant,) = [m for m in fake.last.body["messages"] if m["role"] == "assistant"]
