@@ -125,12 +125,12 @@ def format_path(location: tuple[str | int, ...]) -> str:
 
 
 def _describe(error: Any) -> str:
-    location = tuple(part for part in error["loc"] if not _is_union_tag(part))
+    location = tuple(part for part in error["loc"] if not is_union_tag(part))
     message = error["msg"]
     return f"{format_path(location)}: {message[:1].lower()}{message[1:]}"
 
 
-def _is_union_tag(part: str | int) -> bool:
+def is_union_tag(part: str | int) -> bool:
     # pydantic names the tried member of a union in the location ("str", "list[str]").
     return isinstance(part, str) and ("[" in part or part in {"str", "int", "float", "bool"})
 

@@ -12,8 +12,8 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
-from agents.loader import format_path
 from inference import openai_wire, responses_wire
+from inference.body_errors import body_error
 from inference.client_request import from_chat_completion
 from inference.context import InferenceRequest
 from inference.errors import ApiError, invalid_request
@@ -34,7 +34,7 @@ async def list_models(request: InferenceRequest) -> HttpResponse:
     return _json({"object": "list", "data": [_model(agent.name) for agent in config.agents]})
 
 
-@api.get("/models/{model_id}")
+@api.get("/models/{path:model_id}")
 async def retrieve_model(request: InferenceRequest, model_id: str) -> HttpResponse:
     """An agent or an experiment (experiments are valid models, only not listed)."""
     holder = request.runtime.holder
@@ -103,17 +103,8 @@ def _api_error(request: InferenceRequest, error: ApiError) -> HttpResponse:
 
 @api.exception_handler(ValidationError)
 def _validation_error(request: HttpRequest, error: ValidationError) -> HttpResponse:
-    first = error.errors[0]
-    location = tuple(part for part in first["loc"] if part not in ("body", "payload"))
-    param = format_path(location) if location else None
-    message = first["msg"]
-    if param is None:
-        message = "The request body must be a JSON object with at least model and messages"
-    elif first.get("type") == "missing":
-        message = f"{param} is required"
-    elif param:
-        message = f"{param}: {message}"
-    return invalid_request(message, param=param, code="invalid_type").response()
+    required = "model and input" if request.path.endswith("/responses") else "model and messages"
+    return body_error(error.errors, required).response()
 
 
 @api.exception_handler(RequestDataTooBig)

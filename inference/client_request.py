@@ -47,6 +47,7 @@ class ClientRequest:
     bound_user: str | None = None  # the authenticated principal, with auth.proxy.bind_user
     stream: bool = False
     include_usage: bool = False
+    conversation_param: str = "messages"  # the field that carries the conversation
 
 
 def from_chat_completion(
@@ -188,6 +189,8 @@ def _conversation(messages: list[ChatMessageIn]) -> list[Message]:
     calls: dict[str, str] = {}  # call id → tool name
     converted: list[Message] = []
     for index, message in enumerate(messages):
+        if message.role != "user":
+            _check_text_only(message, index)
         if message.role in SYSTEM_ROLES:
             continue
         if message.role == "assistant":
@@ -214,6 +217,17 @@ def _conversation(messages: list[ChatMessageIn]) -> list[Message]:
         else:
             converted.append(_user_message(message, index))
     return converted
+
+
+def _check_text_only(message: ChatMessageIn, index: int) -> None:
+    """Only user messages may carry images; other roles' parts must be text."""
+    for position, part in enumerate(message.content if isinstance(message.content, list) else []):
+        if part.type != "text":
+            raise unsupported_part(
+                part.type,
+                f"messages[{index}].content[{position}]",
+                f"text in {message.role} messages; images only in user messages",
+            )
 
 
 def _user_message(message: ChatMessageIn, index: int) -> Message:

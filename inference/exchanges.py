@@ -1,12 +1,14 @@
 """Keeping the gateway's own half of a tool round for the client's follow-up (DESIGN 3.1).
 
 When a round calls client tools and agent tools together, the client only sees its own
-calls. The agent's calls and their results (and the provider's signatures of the
-client's calls, which the OpenAI shape has no place for) are stored under each returned
-call id for an hour; when the follow-up carries those ids, they are put back in the conversation
-before the client's results, so the model sees the whole round again. Any process can
-resume it; without it (expired) the follow-up still works, the model just misses that
-part of the round. Synchronous ORM code, run inside the pipeline's batched calls.
+calls. The agent's calls and their results (and what the provider needs back with the
+round: its opaque reasoning, such as Anthropic's signed thinking, and its signatures of
+the client's calls, such as Gemini's, which the OpenAI shape has no place for) are
+stored under each returned call id for an hour; when the follow-up carries those ids,
+they are put back in the conversation before the client's results, so the model sees
+the whole round again. Any process can resume it; without it (expired) the follow-up
+still works, the model just misses that part of the round. Synchronous ORM code, run
+inside the pipeline's batched calls.
 """
 
 from dataclasses import replace
@@ -32,6 +34,7 @@ def tool_exchange_rows(
             {"tool_call_id": m.tool_call_id, "name": m.name, "content": m.content}
             for m in exchange.results
         ],
+        "reasoning": list(exchange.reasoning),
         "signatures": dict(exchange.signatures),
     }
     return [
@@ -67,7 +70,13 @@ def with_exchanges(messages: tuple[Message, ...], stored: dict[str, Exchange]) -
             replace(call, signature=signatures.get(call.id, call.signature))
             for call in message.tool_calls
         )
-        restored.append(replace(message, tool_calls=(*found.calls, *client_calls)))
+        restored.append(
+            replace(
+                message,
+                tool_calls=(*found.calls, *client_calls),
+                reasoning=found.reasoning or message.reasoning,
+            )
+        )
         restored.extend(found.results)
     return restored
 
@@ -84,5 +93,6 @@ def _exchange(stored: dict[str, Any]) -> Exchange:
             )
             for r in stored["results"]
         ),
+        reasoning=tuple(stored.get("reasoning", ())),
         signatures=tuple(stored.get("signatures", {}).items()),
     )

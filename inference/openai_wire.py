@@ -58,7 +58,7 @@ async def chunks(turn: Turn, events: AsyncIterator[StreamEvent]) -> AsyncIterato
         yield _frame(_chunk(turn, {"role": "assistant", "content": ""}))
         async for event in events:
             if isinstance(event, TextDelta):
-                yield _frame(_chunk(turn, {"content": event.text}))
+                yield _frame(_chunk(turn, {"content": event.text}, logprobs=event.logprobs))
             elif isinstance(event, ToolCallDelta):
                 yield _frame(_chunk(turn, {"tool_calls": [_tool_call_delta(event)]}))
             elif isinstance(event, Finish):
@@ -74,12 +74,18 @@ async def chunks(turn: Turn, events: AsyncIterator[StreamEvent]) -> AsyncIterato
         yield _frame(_INTERNAL_ERROR.body())
 
 
-def usage_body(usage: Usage) -> dict[str, int]:
-    return {
+def usage_body(usage: Usage) -> dict[str, Any]:
+    """The counts, and their details where the provider reported them."""
+    body: dict[str, Any] = {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
     }
+    if usage.cached_tokens is not None:
+        body["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+    if usage.reasoning_tokens is not None:
+        body["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    return body
 
 
 def _tool_call(call: ToolCall) -> dict[str, Any]:
@@ -113,8 +119,10 @@ def _envelope(turn: Turn) -> dict[str, Any]:
     }
 
 
-def _chunk(turn: Turn, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
+def _chunk(
+    turn: Turn, delta: dict[str, Any], finish_reason: str | None = None, logprobs: Any = None
+) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": logprobs}
     return {**_envelope(turn), "choices": [choice]}
 
 

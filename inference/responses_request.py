@@ -25,6 +25,16 @@ from inference.structured import check_reply_schema
 from inference.wellformed import reject_lone_surrogates
 
 SYSTEM_ROLES = ("system", "developer")
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+# What the gateway does not serve (it keeps each user's history itself, see
+# metadata.history, but no responses, conversations or prompts), and what to do instead.
+_HISTORY = "send the whole conversation in input (the gateway keeps each user's history itself)"
+_STATEFUL = (
+    ("previous_response_id", _HISTORY),
+    ("conversation", _HISTORY),
+    ("prompt", "send the instructions and input themselves (no prompts are stored)"),
+    ("background", "the gateway answers in the foreground only (no responses are stored)"),
+)
 
 
 def from_responses(
@@ -37,13 +47,11 @@ def from_responses(
             param="input",
             code="too_many_items",
         )
-    if body.previous_response_id is not None:
-        raise invalid_request(
-            "previous_response_id is not supported: send the whole conversation in input "
-            "(the gateway keeps each user's history itself; see metadata.history)",
-            param="previous_response_id",
-            code="unsupported_parameter",
-        )
+    for name, instead in _STATEFUL:
+        if getattr(body, name) not in (None, False):
+            raise invalid_request(
+                f"{name} is not supported: {instead}", param=name, code="unsupported_parameter"
+            )
     items = [{"role": "user", "content": body.input}] if isinstance(body.input, str) else body.input
     system, messages = _conversation(items)
     if body.instructions:
@@ -59,12 +67,7 @@ def from_responses(
         tools=tools,
         tool_choice=tool_choice(body.tool_choice, tools, "tool_choice"),
         parallel_tool_calls=body.parallel_tool_calls,
-        sampling=Sampling(
-            temperature=body.temperature,
-            top_p=body.top_p,
-            max_tokens=body.max_output_tokens,
-            reasoning_effort=(body.reasoning or {}).get("effort"),
-        ),
+        sampling=_sampling(body),
         response_format=_text_format(body.text),
         metadata=body.metadata,
         safety_identifier=body.safety_identifier,
@@ -73,6 +76,39 @@ def from_responses(
         bound_user=bound_user,
         stream=body.stream,
         include_usage=True,
+        conversation_param="input",
+    )
+
+
+def _sampling(body: ResponsesIn) -> Sampling:
+    """The Responses parameters under their chat names: ``max_output_tokens`` is a
+    completion limit (``max_completion_tokens``: reasoning models refuse ``max_tokens``),
+    ``reasoning.effort`` is ``reasoning_effort``, ``text.verbosity`` is ``verbosity``, and
+    ``top_logprobs`` asks for ``logprobs``."""
+    extras = {
+        name: value
+        for name, value in (
+            ("service_tier", body.service_tier),
+            ("verbosity", (body.text or {}).get("verbosity")),
+        )
+        if value is not None
+    }
+    effort = (body.reasoning or {}).get("effort")
+    if effort is not None and effort not in REASONING_EFFORTS:
+        raise invalid_request(
+            f"reasoning.effort must be one of {', '.join(REASONING_EFFORTS)}, got {effort!r}",
+            param="reasoning.effort",
+            code="unsupported_value",
+        )
+    return Sampling(
+        temperature=body.temperature,
+        top_p=body.top_p,
+        max_tokens=body.max_output_tokens,
+        max_tokens_name="max_completion_tokens",
+        reasoning_effort=effort,
+        logprobs=True if body.top_logprobs is not None else None,
+        top_logprobs=body.top_logprobs,
+        openai_extras=extras,
     )
 
 
@@ -89,14 +125,14 @@ def _conversation(items: list[dict[str, Any]]) -> tuple[list[str], list[Message]
         kind = item.get("type", "message")
         if kind == "message":
             role = item.get("role")
+            content = item.get("content")
             if role in SYSTEM_ROLES:
-                system.append(_text(item.get("content"), where))
+                system.append(_text(content, f"{where}.content", role))
             elif role == "user":
-                messages.append(user_message(_user_parts(item.get("content"), where)))
+                messages.append(user_message(_user_parts(content, where)))
             elif role == "assistant":
-                messages.append(
-                    Message(role="assistant", content=_text(item.get("content"), where))
-                )
+                text = _text(content, f"{where}.content", role)
+                messages.append(Message(role="assistant", content=text))
             else:
                 raise invalid_request(
                     f"{where}.role must be user, assistant, system or developer, got {role!r}",
@@ -107,7 +143,7 @@ def _conversation(items: list[dict[str, Any]]) -> tuple[list[str], list[Message]
             call = ToolCall(
                 id=_string(item, "call_id", where),
                 name=_string(item, "name", where),
-                arguments=str(item.get("arguments") or "{}"),
+                arguments=_arguments(item.get("arguments"), f"{where}.arguments"),
             )
             calls[call.id] = call.name
             last = messages[-1] if messages else None
@@ -125,7 +161,7 @@ def _conversation(items: list[dict[str, Any]]) -> tuple[list[str], list[Message]
                     param=f"{where}.call_id",
                     code="unknown_tool_call",
                 )
-            output = _text(item.get("output"), f"{where}.output")
+            output = _text(item.get("output"), f"{where}.output", "function_call_output")
             messages.append(
                 Message(role="tool", content=output, tool_call_id=call_id, name=calls[call_id])
             )
@@ -161,8 +197,9 @@ def _user_parts(content: Any, where: str) -> list[Part]:
     return parts
 
 
-def _text(content: Any, where: str) -> str:
-    """The text of a string, or of text parts (input_text, output_text)."""
+def _text(content: Any, where: str, role: str) -> str:
+    """The text of a string, or of text parts (input_text, output_text): only user
+    messages may carry images."""
     if content is None or isinstance(content, str):
         return content or ""
     if not isinstance(content, list):
@@ -173,9 +210,24 @@ def _text(content: Any, where: str) -> str:
     for position, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind not in ("input_text", "output_text", "text", "refusal"):
-            raise unsupported_part(kind, f"{where}[{position}]", "text parts")
+            raise unsupported_part(
+                kind, f"{where}[{position}]", f"text in {role} items; images only in user messages"
+            )
         texts.append(str(part.get("text") or part.get("refusal") or ""))
     return "".join(texts)
+
+
+def _arguments(value: Any, where: str) -> str:
+    """A function call's arguments: JSON text, as the model wrote it (not an object)."""
+    if value is None or value == "":
+        return "{}"
+    if not isinstance(value, str):
+        raise invalid_request(
+            f"{where} must be a string of JSON, got {type(value).__name__}",
+            param=where,
+            code="invalid_item",
+        )
+    return value
 
 
 def _string(item: dict[str, Any], key: str, where: str) -> str:

@@ -49,7 +49,8 @@ def echo(body: ResponsesIn) -> dict[str, Any]:
 def response(turn: Turn, settings: dict[str, Any], answer: ChatResponse) -> dict[str, Any]:
     output: list[dict[str, Any]] = []
     if answer.text or not answer.tool_calls:
-        output.append(_message(_item_id("msg"), answer.text, "completed"))
+        logprobs = _token_logprobs(answer.logprobs)
+        output.append(_message(_item_id("msg"), answer.text, "completed", logprobs=logprobs))
     output += [_function_call(_item_id("fc"), call, "completed") for call in answer.tool_calls]
     return _response(turn, settings, "completed", output, answer.usage)
 
@@ -68,6 +69,7 @@ async def events(
     )
     output: list[dict[str, Any]] = []
     message_id, text = "", ""
+    logprobs: list[Any] = []  # of the message's text, where the provider gave them
     calls: dict[int, dict[str, Any]] = {}  # stream index → function_call item
     usage: Usage | None = None
     try:
@@ -79,13 +81,15 @@ async def events(
                         yield frame
                     output.append(_message(message_id, "", "in_progress"))
                 text += event.text
+                piece = _token_logprobs(event.logprobs)
+                logprobs += piece
                 yield sequence.frame(
                     "response.output_text.delta",
                     item_id=message_id,
                     output_index=_index(output, message_id),
                     content_index=0,
                     delta=event.text,
-                    logprobs=[],
+                    logprobs=piece,
                 )
             elif isinstance(event, ToolCallDelta):
                 for frame in _call_event(sequence, event, calls, output):
@@ -98,7 +102,7 @@ async def events(
                     yield frame
                 output.append(_message(message_id, "", "in_progress"))
         if message_id:
-            for frame in _message_closed(sequence, message_id, text, output):
+            for frame in _message_closed(sequence, message_id, text, logprobs, output):
                 yield frame
         for item in calls.values():
             for frame in _call_closed(sequence, item, output):
@@ -144,14 +148,18 @@ def _message_opened(sequence: _Sequence, item_id: str, index: int) -> list[bytes
 
 
 def _message_closed(
-    sequence: _Sequence, item_id: str, text: str, output: list[dict[str, Any]]
+    sequence: _Sequence,
+    item_id: str,
+    text: str,
+    logprobs: list[Any],
+    output: list[dict[str, Any]],
 ) -> list[bytes]:
     index = _index(output, item_id)
-    output[index] = _message(item_id, text, "completed")
+    output[index] = _message(item_id, text, "completed", logprobs=logprobs)
     place = {"item_id": item_id, "output_index": index, "content_index": 0}
     return [
-        sequence.frame("response.output_text.done", **place, text=text, logprobs=[]),
-        sequence.frame("response.content_part.done", **place, part=_text_part(text)),
+        sequence.frame("response.output_text.done", **place, text=text, logprobs=logprobs),
+        sequence.frame("response.content_part.done", **place, part=_text_part(text, logprobs)),
         sequence.frame("response.output_item.done", output_index=index, item=output[index]),
     ]
 
@@ -238,25 +246,41 @@ def _response(
 def _usage(usage: Usage) -> dict[str, Any]:
     return {
         "input_tokens": usage.prompt_tokens,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "input_tokens_details": {
+            "cached_tokens": usage.cached_tokens or 0,
+            "cache_write_tokens": 0,
+        },
         "output_tokens": usage.completion_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens or 0},
         "total_tokens": usage.total_tokens,
     }
 
 
-def _message(item_id: str, text: str, status: str, with_part: bool = True) -> dict[str, Any]:
+def _message(
+    item_id: str,
+    text: str,
+    status: str,
+    with_part: bool = True,
+    logprobs: list[Any] | None = None,
+) -> dict[str, Any]:
     return {
         "id": item_id,
         "type": "message",
         "role": "assistant",
         "status": status,
-        "content": [_text_part(text)] if with_part else [],
+        "content": [_text_part(text, logprobs or [])] if with_part else [],
     }
 
 
-def _text_part(text: str) -> dict[str, Any]:
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+def _text_part(text: str, logprobs: list[Any] | None = None) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs or []}
+
+
+def _token_logprobs(logprobs: Any) -> list[Any]:
+    """The per-token list of a chat ``logprobs`` object (its ``content``), which is the
+    shape of an ``output_text``'s logprobs."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    return content if isinstance(content, list) else []
 
 
 def _function_call(item_id: str, call: ToolCall, status: str) -> dict[str, Any]:

@@ -68,8 +68,8 @@ class ChatCompletionIn(_Lenient):
     response_format: dict[str, Any] | None = None
     temperature: FiniteFloat | None = None
     top_p: FiniteFloat | None = None
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
     stop: str | list[str] | None = None
     seed: int | None = None
     n: int | None = None
@@ -101,10 +101,16 @@ class ResponsesIn(_Lenient):
     reasoning: dict[str, Any] | None = None
     temperature: FiniteFloat | None = None
     top_p: FiniteFloat | None = None
-    max_output_tokens: int | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    top_logprobs: int | None = None
+    service_tier: str | None = None
     metadata: dict[str, str] | None = None
     user: str | None = None
     safety_identifier: str | None = None
     stream: bool = False
     store: bool | None = None
+    # Stateful or server-side features, refused with a 400 naming each.
     previous_response_id: str | None = None
+    conversation: Any = None
+    background: bool | None = None
+    prompt: Any = None

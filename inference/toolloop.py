@@ -15,6 +15,7 @@ without them the first round is the last and is relayed as it arrives.
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from inference.enforcement import strip_fence, validation_errors, with_repair_turn
 from inference.providers.base import Provider, ProviderError
@@ -41,22 +42,27 @@ RunTool = Callable[[ToolCall], Awaitable[tuple[Message, Usage]]]
 @dataclass(frozen=True)
 class Exchange:
     """What the client cannot carry back of a round that ended at client calls: the
-    gateway's own calls of that round with their results, and the provider's signatures
-    of the client's calls (Gemini refuses a follow-up whose calls lost theirs)."""
+    gateway's own calls of that round with their results, the reasoning the provider
+    needs back with the round (Anthropic's signed thinking), and the provider's
+    signatures of the client's calls (Gemini refuses a follow-up whose calls lost theirs)."""
 
     calls: tuple[ToolCall, ...] = ()
     results: tuple[Message, ...] = ()
+    reasoning: tuple[Any, ...] = ()
     signatures: tuple[tuple[str, str], ...] = ()  # (client call id, signature)
 
 
 def exchange_of(
-    own: list[ToolCall], results: tuple[Message, ...], client: list[ToolCall]
+    own: list[ToolCall],
+    results: tuple[Message, ...],
+    client: list[ToolCall],
+    reasoning: tuple[Any, ...],
 ) -> Exchange | None:
     """The exchange to keep for a round that ended at ``client`` calls (None: nothing)."""
     signatures = tuple((call.id, call.signature) for call in client if call.signature)
-    if not own and not signatures:
+    if not (own or reasoning or signatures):
         return None
-    return Exchange(calls=tuple(own), results=results, signatures=signatures)
+    return Exchange(tuple(own), results, reasoning, signatures)
 
 
 class ToolLoop:
@@ -128,7 +134,8 @@ class ToolLoop:
         self.current = None
         self.spent += accumulator.usage
         reply = accumulator.response()
-        self.exchange = exchange_of([], (), list(reply.tool_calls))
+        if reply.tool_calls:
+            self.exchange = exchange_of([], (), list(reply.tool_calls), reply.reasoning)
         calls = tuple(self.toolbox.to_client(call) for call in reply.tool_calls)
         self.final = replace(reply, usage=self.spent, tool_calls=calls)
 
@@ -180,14 +187,19 @@ class ToolLoop:
         for _, usage in ran:
             self.spent += usage
         if client:
-            self.exchange = exchange_of(own, results, client)
+            self.exchange = exchange_of(own, results, client, reply.reasoning)
             calls = tuple(self.toolbox.to_client(call) for call in client)
             return replace(reply, finish_reason="tool_calls", usage=self.spent, tool_calls=calls)
         # The client's tool_choice applies to the first round; later rounds choose freely.
         choice = request.tool_choice
         if choice is not None and choice.mode == "required":
             choice = None
-        assistant = Message(role="assistant", content=reply.text, tool_calls=reply.tool_calls)
+        assistant = Message(
+            role="assistant",
+            content=reply.text,
+            tool_calls=reply.tool_calls,
+            reasoning=reply.reasoning,
+        )
         return replace(
             request, messages=(*request.messages, assistant, *results), tool_choice=choice
         )

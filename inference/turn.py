@@ -123,8 +123,8 @@ async def _turn(
 ) -> Turn:
     if client.user_text is None:
         raise invalid_request(
-            "messages must contain at least one message with role 'user'",
-            param="messages",
+            f"{client.conversation_param} must contain at least one message with role 'user'",
+            param=client.conversation_param,
             code="missing_user_message",
         )
     routing = route(config, client.model, user_id, stored.arms, _rng)

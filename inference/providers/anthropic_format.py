@@ -27,6 +27,7 @@ from inference.providers.types import (
     FinishReason,
     Message,
     Part,
+    Reasoning,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -41,6 +42,9 @@ API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 MIN_THINKING = 1024  # the smallest thinking budget Anthropic takes
 RESPONSE_TOOL = "json_response"
+# Blocks of extended thinking: kept with the reply and sent back in its assistant turn,
+# signature and all (Anthropic requires them there when a tool round continues).
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
 
 _STOP_REASONS: dict[str, FinishReason] = {
     "end_turn": "stop",
@@ -70,8 +74,11 @@ class AnthropicProvider(Provider):
             raise ProviderError(502, f"{self.kind} returned a reply without content")
         text: list[str] = []
         calls: list[ToolCall] = []
+        reasoning: list[dict[str, Any]] = []
         for block in body["content"]:
-            if block.get("type") == "text":
+            if block.get("type") in THINKING_BLOCKS:
+                reasoning.append(block)
+            elif block.get("type") == "text":
                 text.append(block.get("text") or "")
             elif block.get("type") == "tool_use" and _is_response_tool(request, block):
                 text.append(json.dumps(block.get("input") or {}))
@@ -84,6 +91,7 @@ class AnthropicProvider(Provider):
             finish_reason="tool_calls" if calls else _no_tool_calls(reason),
             usage=_usage(body.get("usage")),
             tool_calls=tuple(calls),
+            reasoning=tuple(reasoning),
         )
 
     async def stream_events(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
@@ -119,10 +127,6 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
     budget = thinking_budget(sampling.reasoning_effort)
     if request.system:
         body["system"] = request.system
-    if sampling.temperature is not None:
-        body["temperature"] = sampling.temperature
-    if sampling.top_p is not None:
-        body["top_p"] = sampling.top_p
     if sampling.stop:
         body["stop_sequences"] = list(sampling.stop)
     tools = [
@@ -144,8 +148,15 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
     if tools:
         body["tools"] = tools
     forced = body.get("tool_choice", {}).get("type") in ("any", "tool")
-    if budget and not forced:  # Claude thinks only when no tool is forced
+    # Claude thinks only when no tool is forced, and only when a tool round under way
+    # has its thinking to send back.
+    if budget and not forced and _may_think(body["messages"]):
         body.update(_thinking(budget, sampling.max_tokens))
+    if "thinking" not in body:  # with thinking, Anthropic takes neither (it samples at 1)
+        if sampling.temperature is not None:
+            body["temperature"] = sampling.temperature
+        if sampling.top_p is not None:
+            body["top_p"] = sampling.top_p
     if stream:
         body["stream"] = True
     return body
@@ -180,6 +191,15 @@ def encode_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     return encoded
 
 
+def _may_think(messages: list[dict[str, Any]]) -> bool:
+    """Anthropic refuses thinking when the last assistant turn calls tools without
+    starting with its thinking (a client's follow-up to a round whose thinking is lost)."""
+    last = next((message for message in reversed(messages) if message["role"] == "assistant"), None)
+    if last is None or not any(block["type"] == "tool_use" for block in last["content"]):
+        return True
+    return last["content"][0]["type"] in THINKING_BLOCKS
+
+
 def _thinking(budget: int, max_tokens: int | None) -> dict[str, Any]:
     """Extended thinking: the budget must stay under max_tokens (and at least 1024)."""
     if max_tokens is not None:
@@ -198,7 +218,11 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
         return [
             {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
         ]
-    blocks: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = [
+        item
+        for item in message.reasoning
+        if isinstance(item, dict) and item.get("type") in THINKING_BLOCKS
+    ]
     if message.with_images:
         blocks.extend(_part_block(part) for part in message.parts)
     elif message.content:
@@ -247,8 +271,15 @@ def _usage(usage: dict[str, Any] | None) -> Usage:
     if not usage:
         return Usage()
     return Usage(
-        prompt_tokens=_input_tokens(usage), completion_tokens=int(usage.get("output_tokens") or 0)
+        prompt_tokens=_input_tokens(usage),
+        completion_tokens=int(usage.get("output_tokens") or 0),
+        cached_tokens=_cached_tokens(usage),
     )
+
+
+def _cached_tokens(usage: dict[str, Any]) -> int | None:
+    value = usage.get("cache_read_input_tokens")
+    return int(value) if value is not None else None
 
 
 def _input_tokens(usage: dict[str, Any]) -> int:
@@ -265,23 +296,32 @@ class _StreamState:
 
     request: ChatRequest
     prompt_tokens: int = 0
+    cached_tokens: int | None = None
     call_index: dict[int, int] = field(default_factory=dict)  # content block → tool call
     response_blocks: set[int] = field(default_factory=set)
+    thinking: dict[int, dict[str, Any]] = field(default_factory=dict)  # block → so far
 
     def events(self, payload: dict[str, Any]) -> list[StreamEvent]:
         kind = payload.get("type")
         index = payload.get("index", 0)
         if kind == "message_start":
-            self.prompt_tokens = _input_tokens(payload["message"].get("usage") or {})
+            usage = payload["message"].get("usage") or {}
+            self.prompt_tokens = _input_tokens(usage)
+            self.cached_tokens = _cached_tokens(usage)
         elif kind == "content_block_start":
             return self._block_start(index, payload["content_block"])
         elif kind == "content_block_delta":
             return self._block_delta(index, payload["delta"])
+        elif kind == "content_block_stop" and index in self.thinking:
+            return [Reasoning(self.thinking.pop(index))]
         elif kind == "message_delta":
             return self._message_delta(payload)
         return []
 
     def _block_start(self, index: int, block: dict[str, Any]) -> list[StreamEvent]:
+        if block.get("type") in THINKING_BLOCKS:
+            self.thinking[index] = dict(block)
+            return []
         if block.get("type") == "text" and block.get("text"):
             return [TextDelta(block["text"])]
         if block.get("type") != "tool_use":
@@ -293,6 +333,11 @@ class _StreamState:
         return [ToolCallDelta(index=self.call_index[index], id=block["id"], name=block["name"])]
 
     def _block_delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
+        if delta.get("type") in ("thinking_delta", "signature_delta") and index in self.thinking:
+            key = delta["type"].removesuffix("_delta")
+            block = self.thinking[index]
+            block[key] = block.get(key, "") + delta[key]
+            return []
         if delta.get("type") == "text_delta":
             return [TextDelta(delta["text"])]
         if delta.get("type") != "input_json_delta":
@@ -313,5 +358,7 @@ class _StreamState:
         if usage:
             prompt = _input_tokens(usage) or self.prompt_tokens
             completion = int(usage.get("output_tokens") or 0)
-            events.append(UsageReport(Usage(prompt_tokens=prompt, completion_tokens=completion)))
+            cached = _cached_tokens(usage)
+            cached = self.cached_tokens if cached is None else cached
+            events.append(UsageReport(Usage(prompt, completion, cached_tokens=cached)))
         return events

@@ -286,10 +286,14 @@ class _Reply:
 
 def _usage(metadata: dict[str, Any]) -> Usage:
     # Thinking tokens are billed as output.
-    completion = int(metadata.get("candidatesTokenCount") or 0)
-    completion += int(metadata.get("thoughtsTokenCount") or 0)
+    thoughts = metadata.get("thoughtsTokenCount")
+    cached = metadata.get("cachedContentTokenCount")
+    completion = int(metadata.get("candidatesTokenCount") or 0) + int(thoughts or 0)
     return Usage(
-        prompt_tokens=int(metadata.get("promptTokenCount") or 0), completion_tokens=completion
+        prompt_tokens=int(metadata.get("promptTokenCount") or 0),
+        completion_tokens=completion,
+        cached_tokens=int(cached) if cached is not None else None,
+        reasoning_tokens=int(thoughts) if thoughts is not None else None,
     )
 
 

@@ -210,7 +210,7 @@ def _chunk_events(chunk: dict[str, Any]) -> list[StreamEvent]:
     for choice in chunk.get("choices") or []:
         delta = choice.get("delta") or {}
         if delta.get("content"):
-            events.append(TextDelta(delta["content"]))
+            events.append(TextDelta(delta["content"], logprobs=choice.get("logprobs")))
         for call in delta.get("tool_calls") or []:
             function = call.get("function") or {}
             events.append(
@@ -234,4 +234,11 @@ def _usage(usage: dict[str, Any] | None) -> Usage:
     return Usage(
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
+        cached_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens"),
+        reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"),
     )
+
+
+def _detail(usage: dict[str, Any], details: str, name: str) -> int | None:
+    value = (usage.get(details) or {}).get(name)
+    return int(value) if value is not None else None

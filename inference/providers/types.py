@@ -47,6 +47,10 @@ class Message:
     tool_call_id: str | None = None  # on role "tool": the call this result answers
     name: str | None = None  # on role "tool": the tool's name (Gemini needs it)
     parts: tuple[Part, ...] = ()  # the content in order, when it holds images
+    # On role "assistant": opaque items of the model's reasoning that its provider needs
+    # back with this turn (Anthropic's signed thinking blocks); only the provider module
+    # that produced them reads them.
+    reasoning: tuple[Any, ...] = ()
 
     @property
     def with_images(self) -> bool:
@@ -122,6 +126,10 @@ class ChatRequest:
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Of those, where the provider reports them (None: not reported): prompt tokens read
+    # from its cache, completion tokens spent reasoning.
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -131,7 +139,13 @@ class Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
+            _known_sum(self.cached_tokens, other.cached_tokens),
+            _known_sum(self.reasoning_tokens, other.reasoning_tokens),
         )
+
+
+def _known_sum(first: int | None, second: int | None) -> int | None:
+    return None if first is None and second is None else (first or 0) + (second or 0)
 
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
@@ -144,11 +158,13 @@ class ChatResponse:
     usage: Usage = Usage()
     tool_calls: tuple[ToolCall, ...] = ()
     logprobs: Any = None  # the provider's logprobs object, where it gives OpenAI's shape
+    reasoning: tuple[Any, ...] = ()  # see Message.reasoning
 
 
 @dataclass(frozen=True)
 class TextDelta:
     text: str
+    logprobs: Any = None  # the provider's logprobs of this piece, where it gives OpenAI's shape
 
 
 @dataclass(frozen=True)
@@ -163,6 +179,13 @@ class ToolCallDelta:
 
 
 @dataclass(frozen=True)
+class Reasoning:
+    """One whole opaque reasoning item of the reply (see ``Message.reasoning``)."""
+
+    item: Any
+
+
+@dataclass(frozen=True)
 class Finish:
     reason: FinishReason
 
@@ -172,7 +195,7 @@ class UsageReport:
     usage: Usage
 
 
-StreamEvent = TextDelta | ToolCallDelta | Finish | UsageReport
+StreamEvent = TextDelta | ToolCallDelta | Reasoning | Finish | UsageReport
 
 
 @dataclass
@@ -181,6 +204,7 @@ class StreamAccumulator:
 
     text: list[str] = field(default_factory=list)
     calls: dict[int, ToolCall] = field(default_factory=dict)
+    reasoning: list[Any] = field(default_factory=list)
     finish_reason: FinishReason = "stop"
     usage: Usage = Usage()
 
@@ -196,6 +220,8 @@ class StreamAccumulator:
                     arguments=call.arguments + event.arguments,
                     signature=event.signature or call.signature,
                 )
+            case Reasoning(item=item):
+                self.reasoning.append(item)
             case Finish(reason=reason):
                 self.finish_reason = reason
             case UsageReport(usage=usage):
@@ -211,4 +237,5 @@ class StreamAccumulator:
             finish_reason=self.finish_reason,
             usage=self.usage,
             tool_calls=calls,
+            reasoning=tuple(self.reasoning),
         )

@@ -1,9 +1,12 @@
 """End-to-end: the official OpenAI SDK against the real daphne process and a fake upstream."""
 
+import httpx
 import openai
+import pytest
 
 from tests.fakes.base import Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
+from tests.server import GatewayServer
 from tests.upstreams import api_key_of
 
 
@@ -49,6 +52,24 @@ def test_models_lists_every_agent_and_no_experiment(client: openai.OpenAI) -> No
     assert "openai-experiment" not in ids
     assert {model.owned_by for model in models.data} == {"agent-gateway"}
     assert {model.object for model in models.data} == {"model"}
+
+
+@pytest.mark.parametrize(
+    ("model_id", "status"),
+    [("openai-agent", 200), ("openai-experiment", 200), ("team/bot", 404), ("a/b/c", 404)],
+)
+def test_models_retrieve_answers_any_id_even_with_slashes(
+    gateway: GatewayServer, model_id: str, status: int
+) -> None:
+    response = httpx.get(f"{gateway.url}/v1/models/{model_id}")
+
+    assert response.status_code == status, response.text
+    if status == 200:
+        assert response.json()["id"] == model_id
+    else:
+        error = response.json()["error"]
+        assert (error["code"], error["param"]) == ("model_not_found", "model")
+        assert model_id in error["message"]
 
 
 def test_stream_with_include_usage_has_role_content_finish_usage_then_done(

@@ -67,6 +67,8 @@ def chat(user_id: str | None = "u", **fields: Any) -> dict[str, Any]:
         (chat(messages=[]), "messages", "invalid_type"),
         (chat(messages=[{"role": "wizard", "content": "x"}]), "messages[0].role", "invalid_type"),
         (chat(temperature="hot"), "temperature", "invalid_type"),
+        (chat(max_tokens=0), "max_tokens", "invalid_type"),
+        (chat(max_completion_tokens=-1), "max_completion_tokens", "invalid_type"),
         (chat(metadata={"tokens_per_day": 100}), "metadata.tokens_per_day", "invalid_type"),
         ({"messages": [{"role": "user", "content": "Hi"}]}, "model", "invalid_type"),
     ],
@@ -85,6 +87,8 @@ def chat(user_id: str | None = "u", **fields: Any) -> dict[str, Any]:
         "messages-empty",
         "unknown-role",
         "temperature-not-number",
+        "max-tokens-zero",
+        "max-completion-tokens-negative",
         "metadata-value-not-string",
         "model-missing",
     ],
@@ -94,6 +98,43 @@ def test_bad_request_is_400_naming_the_field(
 ) -> None:
     error = assert_error(post(gateway, body), 400, "invalid_request_error", param)
     assert error["code"] == code
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "param", "message"),
+    [
+        (
+            "responses",
+            {"model": "openai-agent", "input": 42, "user": "u"},
+            "input",
+            "input must be a string or a list",
+        ),
+        (
+            "chat/completions",
+            chat(
+                messages=[
+                    {"role": "user", "content": [{"type": "image_url", "image_url": "https://x"}]}
+                ]
+            ),
+            "messages[0].content[0].image_url",
+            "messages[0].content[0].image_url must be an object",
+        ),
+        ("chat/completions", chat(stop=5), "stop", "stop must be a string or a list"),
+        (
+            "responses",
+            {"model": "openai-agent", "input": [], "user": "u"},
+            "input",
+            "input must contain at least one message with role 'user'",
+        ),
+    ],
+    ids=["input-number", "image-url-string", "stop-number", "input-empty"],
+)
+def test_400_names_the_field_the_client_sent(
+    gateway: GatewayServer, path: str, body: dict, param: str, message: str
+) -> None:
+    response = httpx.post(f"{gateway.url}/v1/{path}", json=body)
+
+    assert assert_error(response, 400, "invalid_request_error", param)["message"] == message
 
 
 def test_malformed_json_body_is_400(gateway: GatewayServer) -> None:

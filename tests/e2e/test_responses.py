@@ -4,6 +4,7 @@ through the real server with the official SDK."""
 import base64
 import json
 import sqlite3
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -142,13 +143,14 @@ def test_function_call_round_trip_in_response_items(
     assert results == [(call.call_id, "14 °C")]
 
 
+@pytest.mark.parametrize("kind", KINDS)
 def test_streamed_function_call_arrives_as_items(
-    client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+    kind: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
 ) -> None:
-    fakes["gemini"].script(Reply.of_tool_calls(("get_weather", {"city": "Lima"})))
+    fakes[kind].script(Reply.of_tool_calls(("get_weather", {"city": "Lima"})))
 
     with client.responses.stream(
-        model="gemini-agent", input="Weather in Lima?", tools=[WEATHER], safety_identifier=user_id
+        model=f"{kind}-agent", input="Weather in Lima?", tools=[WEATHER], safety_identifier=user_id
     ) as stream:
         kinds = [event.type for event in stream]
         final = stream.get_final_response()
@@ -180,6 +182,26 @@ def test_streamed_function_call_arrives_as_items(
             "text.format.schema",
             "invalid_json_schema",
         ),
+        ({"conversation": "conv_123"}, "conversation", "unsupported_parameter"),
+        ({"background": True}, "background", "unsupported_parameter"),
+        ({"prompt": {"id": "pmpt_123"}}, "prompt", "unsupported_parameter"),
+        (
+            {
+                "input": [
+                    {"role": "user", "content": "Weather?"},
+                    {
+                        "type": "function_call",
+                        "call_id": "c1",
+                        "name": "get_weather",
+                        "arguments": {"city": "Oslo"},
+                    },
+                ]
+            },
+            "input[1].arguments",
+            "invalid_item",
+        ),
+        ({"reasoning": {"effort": "extreme"}}, "reasoning.effort", "unsupported_value"),
+        ({"max_output_tokens": 0}, "max_output_tokens", "invalid_type"),
     ],
     ids=[
         "previous-response",
@@ -188,6 +210,12 @@ def test_streamed_function_call_arrives_as_items(
         "part-type",
         "orphan-output",
         "bad-schema",
+        "conversation",
+        "background",
+        "prompt",
+        "arguments-object",
+        "effort",
+        "no-output-tokens",
     ],
 )
 def test_responses_refuses_what_it_cannot_serve_naming_the_field(
@@ -201,17 +229,18 @@ def test_responses_refuses_what_it_cannot_serve_naming_the_field(
     assert openai_fake.requests == []
 
 
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
 def test_openai_agents_sdk_in_its_default_responses_mode_finishes_with_a_tool(
-    gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+    kind: str, gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
 ) -> None:
-    fakes["anthropic"].script(
+    fakes[kind].script(
         Reply.of_tool_calls(("get_weather", {"city": "Paris"})), Reply.of_text("Sunny in Paris.")
     )
 
-    outcome = run_client("agents_sdk_responses.py", gateway, "anthropic-agent", user_id)
+    outcome = run_client("agents_sdk_responses.py", gateway, f"{kind}-agent", user_id)
 
     assert outcome == {"output": "Sunny in Paris.", "tool_calls": ["Paris"]}
-    _, results = sent_tool_calls_and_results("anthropic", fakes["anthropic"].last.body)
+    _, results = sent_tool_calls_and_results(kind, fakes[kind].last.body)
     assert results[0][1] == "sunny in Paris, 21 C"
 
 
@@ -229,6 +258,8 @@ PARAMETERS = {
     "logit_bias": {"50256": -100},
     "service_tier": "flex",
     "verbosity": "low",
+    "prediction": {"type": "content", "content": "Parameters are"},
+    "modalities": ["text"],
 }
 # What each kind must receive for PARAMETERS (and must not: the keys mapped to None).
 EXPECTED_PARAMETERS: dict[str, dict[str, Any]] = {
@@ -240,6 +271,8 @@ EXPECTED_PARAMETERS: dict[str, dict[str, Any]] = {
         "seed": None,
         "frequency_penalty": None,
         "logit_bias": None,
+        "prediction": None,
+        "modalities": None,
     },
     "gemini": {
         "generationConfig": {
@@ -260,6 +293,8 @@ EXPECTED_PARAMETERS: dict[str, dict[str, Any]] = {
         "logprobs": None,
         "logit_bias": None,
         "reasoning_effort": None,
+        "prediction": None,
+        "modalities": None,
     },
 }
 EXPECTED_PARAMETERS["groq"] = EXPECTED_PARAMETERS["deepseek"] = EXPECTED_PARAMETERS["openai"]
@@ -278,6 +313,77 @@ def test_each_kind_receives_the_parameters_under_its_own_names(
 
     body = fakes[kind].last.body
     assert {key: body.get(key) for key in EXPECTED_PARAMETERS[kind]} == EXPECTED_PARAMETERS[kind]
+
+
+# What each kind must receive from /v1/responses for these (None: must not receive it).
+RESPONSES_PARAMETERS = {
+    "max_output_tokens": 300,
+    "temperature": 0.5,
+    "top_p": 0.9,
+    "service_tier": "flex",
+    "top_logprobs": 2,
+    "text": {"verbosity": "low"},
+    "reasoning": {"effort": "low"},
+}
+OPENAI_FORMAT_FROM_RESPONSES = {
+    "max_completion_tokens": 300,
+    "max_tokens": None,
+    "max_output_tokens": None,
+    "temperature": 0.5,
+    "top_p": 0.9,
+    "service_tier": "flex",
+    "logprobs": True,
+    "top_logprobs": 2,
+    "verbosity": "low",
+    "reasoning_effort": "low",
+    "text": None,
+    "reasoning": None,
+}
+EXPECTED_FROM_RESPONSES: dict[str, dict[str, Any]] = {
+    "openai": OPENAI_FORMAT_FROM_RESPONSES,
+    "groq": OPENAI_FORMAT_FROM_RESPONSES,
+    "deepseek": OPENAI_FORMAT_FROM_RESPONSES,
+    "anthropic": {
+        "max_tokens": 300,
+        "temperature": 0.5,
+        "top_p": 0.9,
+        "thinking": None,  # the budget (1024) would not fit under max_tokens 300
+        "service_tier": None,
+        "verbosity": None,
+    },
+    "gemini": {
+        "generationConfig": {
+            "maxOutputTokens": 300,
+            "temperature": 0.5,
+            "topP": 0.9,
+            "thinkingConfig": {"thinkingBudget": 1024},
+        },
+    },
+    "cohere": {
+        "max_tokens": 300,
+        "temperature": 0.5,
+        "p": 0.9,
+        "logprobs": None,
+        "reasoning_effort": None,
+        "verbosity": None,
+    },
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_kind_receives_the_responses_parameters_under_its_own_names(
+    kind: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    client.responses.create(
+        model=f"{kind}-agent",
+        input="Parameters?",
+        safety_identifier=user_id,
+        **RESPONSES_PARAMETERS,
+    )
+
+    body = fakes[kind].last.body
+    expected = EXPECTED_FROM_RESPONSES[kind]
+    assert {key: body.get(key) for key in expected} == expected
 
 
 def test_anthropic_gets_a_thinking_budget_that_fits(
@@ -325,6 +431,80 @@ def test_logprobs_come_back_from_openai_format_kinds(
     assert answer["choices"][0]["logprobs"] == logprobs
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_streamed_logprobs_come_back_piece_by_piece(
+    api: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    fakes["deepseek"].script(Reply.of_chunks("Hel", "lo"))
+
+    if api == "chat":
+        chunks = list(
+            client.chat.completions.create(
+                model="deepseek-agent",
+                messages=[{"role": "user", "content": "Hi"}],
+                logprobs=True,
+                stream=True,
+                safety_identifier=user_id,
+            )
+        )
+        pieces = [
+            c.choices[0].logprobs.content for c in chunks if c.choices and c.choices[0].logprobs
+        ]
+    else:
+        with client.responses.stream(
+            model="deepseek-agent", input="Hi", top_logprobs=0, safety_identifier=user_id
+        ) as stream:
+            events = list(stream)
+        pieces = [e.logprobs for e in events if e.type == "response.output_text.delta"]
+        done = stream.get_final_response().output[0].content[0].logprobs
+        assert [token.token for token in done] == ["Hel", "lo"]
+
+    assert [[(t.token, t.logprob) for t in piece] for piece in pieces] == [
+        [("Hel", -0.5)],
+        [("lo", -0.5)],
+    ]
+
+
+# Usage details each kind reports for 4 cached prompt tokens and 3 reasoning tokens
+# (None: the kind does not report it).
+USAGE_DETAILS = {
+    "openai": (4, 3),
+    "anthropic": (4, None),
+    "gemini": (4, 3),
+    "cohere": (None, None),
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("kind", list(USAGE_DETAILS))
+def test_usage_details_pass_through_where_the_provider_reports_them(
+    kind: str, stream: bool, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    reply = Reply.of_text("Hi", prompt_tokens=10, completion_tokens=6, cached_tokens=4)
+    fakes[kind].script(replace(reply, reasoning_tokens=3), replace(reply, reasoning_tokens=3))
+    cached, reasoning = USAGE_DETAILS[kind]
+    options: dict[str, Any] = {"model": f"{kind}-agent", "safety_identifier": user_id}
+
+    messages = [{"role": "user", "content": "Hi"}]
+    if stream:
+        chunks = client.chat.completions.create(
+            messages=messages, stream=True, stream_options={"include_usage": True}, **options
+        )
+        usage = list(chunks)[-1].usage
+        with client.responses.stream(input="Hi", **options) as events:
+            response_usage = events.get_final_response().usage
+    else:
+        usage = client.chat.completions.create(messages=messages, **options).usage
+        response_usage = client.responses.create(input="Hi", **options).usage
+
+    assert (usage.prompt_tokens, usage.completion_tokens) == (10, 6)
+    assert (usage.prompt_tokens_details and usage.prompt_tokens_details.cached_tokens) == cached
+    details = usage.completion_tokens_details
+    assert (details and details.reasoning_tokens) == reasoning
+    assert response_usage.input_tokens_details.cached_tokens == (cached or 0)
+    assert response_usage.output_tokens_details.reasoning_tokens == (reasoning or 0)
+
+
 def _openai_choice(text: str) -> dict[str, Any]:
     return {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
 
@@ -365,28 +545,46 @@ EXPECTED_IMAGES["groq"] = EXPECTED_IMAGES["deepseek"] = EXPECTED_IMAGES["cohere"
 ]
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_image_parts_reach_each_kind_in_its_native_form(
     kind: str,
+    api: str,
     client: openai.OpenAI,
     gateway: GatewayServer,
     fakes: dict[str, FakeUpstream],
     user_id: str,
 ) -> None:
-    client.chat.completions.create(
-        model=f"{kind}-agent",
-        messages=[
-            {
-                "role": "user",
-                "content": [
-                    {"type": "text", "text": "What is in these?"},
-                    {"type": "image_url", "image_url": {"url": IMAGE_URL}},
-                    {"type": "image_url", "image_url": {"url": DATA_URI, "detail": "low"}},
-                ],
-            }
-        ],
-        safety_identifier=user_id,
-    )
+    if api == "chat":
+        client.chat.completions.create(
+            model=f"{kind}-agent",
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "What is in these?"},
+                        {"type": "image_url", "image_url": {"url": IMAGE_URL}},
+                        {"type": "image_url", "image_url": {"url": DATA_URI, "detail": "low"}},
+                    ],
+                }
+            ],
+            safety_identifier=user_id,
+        )
+    else:
+        client.responses.create(
+            model=f"{kind}-agent",
+            input=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": "What is in these?"},
+                        {"type": "input_image", "image_url": IMAGE_URL, "detail": "auto"},
+                        {"type": "input_image", "image_url": DATA_URI, "detail": "low"},
+                    ],
+                }
+            ],
+            safety_identifier=user_id,
+        )
 
     body = fakes[kind].last.body
     if kind == "anthropic":
@@ -433,6 +631,85 @@ def test_unsupported_content_parts_are_400_naming_the_part(
     assert openai_fake.requests == []
 
 
+@pytest.mark.parametrize(
+    ("path", "message", "param"),
+    [
+        (
+            "chat/completions",
+            {"role": "system", "content": [{"type": "image_url", "image_url": {"url": IMAGE_URL}}]},
+            "messages[0].content[0]",
+        ),
+        (
+            "chat/completions",
+            {"role": "developer", "content": [{"type": "file", "file": {"file_id": "f"}}]},
+            "messages[0].content[0]",
+        ),
+        (
+            "chat/completions",
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Look:"},
+                    {"type": "input_audio", "input_audio": {"data": "x", "format": "wav"}},
+                ],
+            },
+            "messages[0].content[1]",
+        ),
+        (
+            "chat/completions",
+            {
+                "role": "tool",
+                "tool_call_id": "c",
+                "content": [{"type": "image_url", "image_url": {"url": IMAGE_URL}}],
+            },
+            "messages[0].content[0]",
+        ),
+        (
+            "responses",
+            {"role": "system", "content": [{"type": "input_image", "image_url": IMAGE_URL}]},
+            "input[0].content[0]",
+        ),
+        (
+            "responses",
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "output_text", "text": "See"},
+                    {"type": "input_image", "image_url": IMAGE_URL},
+                ],
+            },
+            "input[0].content[1]",
+        ),
+    ],
+    ids=[
+        "system-image",
+        "developer-file",
+        "assistant-audio",
+        "tool-image",
+        "item-system",
+        "item-assistant",
+    ],
+)
+def test_non_text_parts_outside_user_messages_are_400_naming_the_part(
+    gateway: GatewayServer,
+    openai_fake: FakeUpstream,
+    path: str,
+    message: dict[str, Any],
+    param: str,
+) -> None:
+    user = {"role": "user", "content": "Hi"}
+    field = "messages" if path == "chat/completions" else "input"
+    response = httpx.post(
+        f"{gateway.url}/v1/{path}",
+        json={"model": "openai-agent", field: [message, user], "user": "u"},
+    )
+
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert (error["param"], error["code"]) == (param, "unsupported_content_part")
+    assert openai_fake.requests == []
+
+
 def test_more_than_one_choice_is_400(gateway: GatewayServer) -> None:
     response = httpx.post(
         f"{gateway.url}/v1/chat/completions",
@@ -466,6 +743,24 @@ def test_x_user_id_names_the_user_after_the_body_fields(
 
     assert len(_stored(gateway, user_id)) == 2
     assert len(_stored(gateway, f"{user_id}-body")) == 2
+
+
+def test_x_user_id_names_the_user_only_after_safety_identifier(
+    gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        json={
+            "model": "openai-agent",
+            "messages": [{"role": "user", "content": "Who am I?"}],
+            "safety_identifier": user_id,
+            "user": f"{user_id}-user",
+        },
+        headers={"X-User-Id": f"{user_id}-header"},
+    )
+
+    assert len(_stored(gateway, user_id)) == 2
+    assert _stored(gateway, f"{user_id}-user") == _stored(gateway, f"{user_id}-header") == []
 
 
 def test_metadata_history_off_neither_replays_nor_stores_but_bills(

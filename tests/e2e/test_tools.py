@@ -7,6 +7,7 @@ Streamable HTTP, and subagents) are run by the gateway in its tool loop.
 
 import json
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -217,6 +218,61 @@ def test_bad_tool_input_is_400_naming_the_field(
     assert openai_fake.requests == []
 
 
+THINKING = {"type": "thinking", "thinking": "Oslo needs a lookup.", "signature": ""}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_anthropic_thinking_goes_back_with_a_client_tool_round(
+    stream: bool, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    fake = fakes["anthropic"]
+    fake.script(
+        Reply.of_tool_calls(("get_weather", {"city": "Oslo"}), thinking=THINKING["thinking"]),
+        Reply.of_text("Cold in Oslo."),
+    )
+    question = [{"role": "user", "content": "Weather in Oslo?"}]
+    options: dict[str, Any] = {
+        "model": "anthropic-agent",
+        "tools": [WEATHER],
+        "reasoning_effort": "medium",
+        "temperature": 0.3,
+        "top_p": 0.5,
+        "safety_identifier": user_id,
+    }
+
+    if stream:
+        chunks = list(client.chat.completions.create(messages=question, stream=True, **options))
+        call_id = next(
+            c.choices[0].delta.tool_calls[0].id for c in chunks if c.choices[0].delta.tool_calls
+        )
+        arguments = '{"city": "Oslo"}'
+    else:
+        first = client.chat.completions.create(messages=question, **options)
+        call_id = first.choices[0].message.tool_calls[0].id
+        arguments = first.choices[0].message.tool_calls[0].function.arguments
+    call = {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": arguments},
+    }
+    final = client.chat.completions.create(
+        messages=[
+            *question,
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call_id, "content": "-3 °C"},
+        ],
+        **options,
+    )
+
+    assert final.choices[0].message.content == "Cold in Oslo."
+    first_body, follow_up = fake.requests[0].body, fake.last.body
+    assert first_body["thinking"]["type"] == "enabled"
+    assert "temperature" not in first_body and "top_p" not in first_body
+    sent_back = follow_up["messages"][1]["content"][0]
+    assert sent_back["type"] == "thinking" and sent_back["thinking"] == THINKING["thinking"]
+    assert follow_up["thinking"]["type"] == "enabled"
+
+
 # ---- the agents' own tools, on a gateway with MCP servers and subagents -------------------
 
 
@@ -355,6 +411,46 @@ def test_agent_runs_mcp_tools_of_both_transports_in_its_loop(
     ]
     _, results = sent_tool_calls_and_results(kind, fake.last.body)
     assert [text for _, text in results] == ["5", "Hello, Ana!", "contents of notes.txt"]
+
+
+def test_anthropic_thinking_goes_back_in_the_agents_own_tool_round(
+    agent_client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    fake = fakes["anthropic"]
+    fake.script(
+        Reply.of_tool_calls(("add", {"a": 2, "b": 3}), thinking="Add them."),
+        Reply.of_text("5."),
+    )
+
+    completion = ask(
+        agent_client,
+        "anthropic-tools",
+        "2+3?",
+        reasoning_effort="low",
+        top_p=0.5,
+        safety_identifier=user_id,
+    )
+
+    assert completion.choices[0].message.content == "5."
+    (assistant,) = [m for m in fake.last.body["messages"] if m["role"] == "assistant"]
+    assert [block["type"] for block in assistant["content"]] == ["thinking", "tool_use"]
+    assert assistant["content"][0]["thinking"] == "Add them."
+
+
+def test_x_user_id_names_the_user_before_default_user_id(
+    tools_gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    body = {"model": "helper.v2", "messages": [{"role": "user", "content": "Who am I?"}]}
+    url = f"{tools_gateway.url}/v1/chat/completions"
+
+    httpx.post(url, json=body, headers={"X-User-Id": user_id})
+    httpx.post(url, json=body)
+
+    with sqlite3.connect(tools_gateway.workdir / "gateway.sqlite3") as database:
+        billed = database.execute(
+            "SELECT user_id FROM inference_ledgerentry WHERE agent = 'helper.v2' ORDER BY id"
+        ).fetchall()
+    assert billed[-2:] == [(user_id,), ("tools-user",)]
 
 
 def test_mcp_tool_error_goes_back_to_the_model(

@@ -3,9 +3,13 @@
 When the request forces a tool (``tool_choice: {type: tool}``), a scripted text that is a
 JSON object comes back as that tool's ``tool_use`` input, as Claude would answer. A
 stream reply with an ``error_body`` and status 200 fails after its content with an
-``error`` event, as Anthropic reports an overload that strikes mid-stream.
+``error`` event, as Anthropic reports an overload that strikes mid-stream. A reply's
+``thinking`` comes first as a signed ``thinking`` block; with thinking on, the fake
+refuses what the real API refuses: a temperature other than 1, a top_p below 0.95, a
+tool round sent back without its thinking first, a thinking block with a wrong signature.
 """
 
+import base64
 import json
 import re
 from collections.abc import Iterator
@@ -25,6 +29,10 @@ _ERROR_TYPES = {
     500: "api_error",
     529: "overloaded_error",
 }
+
+
+def thinking_signature(thinking: str) -> str:
+    return base64.b64encode(f"signed:{thinking}".encode()).decode()
 
 
 class AnthropicUpstream(FakeUpstream):
@@ -49,6 +57,8 @@ class AnthropicUpstream(FakeUpstream):
 
     def render_json(self, reply: Reply, recorded: Recorded) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
+        if reply.thinking:
+            content.append(_thinking_block(reply.thinking))
         forced = _forced_input(reply, recorded)
         if forced is not None:
             content.append(_tool_use(recorded, 0, _forced_tool(recorded), forced))
@@ -66,10 +76,7 @@ class AnthropicUpstream(FakeUpstream):
             "content": content,
             "stop_reason": _stop_reason(reply, forced is not None),
             "stop_sequence": None,
-            "usage": {
-                "input_tokens": reply.prompt_tokens,
-                "output_tokens": reply.completion_tokens,
-            },
+            "usage": {**_input_usage(reply), "output_tokens": reply.completion_tokens},
         }
 
     def render_stream(self, reply: Reply, recorded: Recorded) -> Iterator[bytes]:
@@ -81,11 +88,17 @@ class AnthropicUpstream(FakeUpstream):
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": {"input_tokens": reply.prompt_tokens, "output_tokens": 1},
+            "usage": {**_input_usage(reply), "output_tokens": 1},
         }
         yield _event("message_start", {"message": message})
         yield _event("ping", {})
         blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        if reply.thinking:
+            deltas = [
+                {"type": "thinking_delta", "thinking": reply.thinking},
+                {"type": "signature_delta", "signature": thinking_signature(reply.thinking)},
+            ]
+            blocks.append(({"type": "thinking", "thinking": "", "signature": ""}, deltas))
         forced = _forced_input(reply, recorded)
         if forced is not None:
             blocks.append(_streamed_tool_use(recorded, 0, _forced_tool(recorded), forced))
@@ -136,7 +149,44 @@ def _rejection(recorded: Recorded) -> Reply | None:
             return Reply.of_error(
                 400, f"tools.{index}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
             )
-    return _unpaired_tool_results(body["messages"])
+    return _thinking_rules(body) or _unpaired_tool_results(body["messages"])
+
+
+def _thinking_rules(body: dict[str, Any]) -> Reply | None:
+    """What extended thinking requires of a request."""
+    blocks = [
+        (position, block)
+        for position, message in enumerate(body["messages"])
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+    ]
+    for position, block in blocks:
+        if block.get("type") == "thinking" and block.get("signature") != thinking_signature(
+            block.get("thinking", "")
+        ):
+            return Reply.of_error(
+                400, f"messages.{position}: Invalid `signature` in `thinking` block"
+            )
+    if (body.get("thinking") or {}).get("type") != "enabled":
+        return None
+    if body.get("temperature", 1) != 1:
+        return Reply.of_error(400, "temperature may only be set to 1 when thinking is enabled")
+    if body.get("top_p", 1) < 0.95:
+        return Reply.of_error(
+            400, "top_p must be greater than or equal to 0.95 or unset when thinking is enabled"
+        )
+    assistant = [m for m in body["messages"] if m.get("role") == "assistant"]
+    content = assistant[-1].get("content") if assistant else None
+    calls_tools = isinstance(content, list) and any(b.get("type") == "tool_use" for b in content)
+    if calls_tools and content[0].get("type") not in ("thinking", "redacted_thinking"):
+        return Reply.of_error(
+            400,
+            f"messages.{body['messages'].index(assistant[-1])}.content.0.type: Expected "
+            "`thinking` or `redacted_thinking`, but found `"
+            f"{content[0].get('type')}`. When `thinking` is enabled, a final `assistant` "
+            "message must start with a thinking block.",
+        )
+    return None
 
 
 def _unpaired_tool_results(messages: list[dict[str, Any]]) -> Reply | None:
@@ -167,6 +217,18 @@ def _unpaired_tool_results(messages: list[dict[str, Any]]) -> Reply | None:
                 "immediately after",
             )
     return None
+
+
+def _input_usage(reply: Reply) -> dict[str, int]:
+    """Anthropic counts prompt tokens read from its cache apart from ``input_tokens``."""
+    usage = {"input_tokens": reply.prompt_tokens - reply.cached_tokens}
+    if reply.cached_tokens:
+        usage["cache_read_input_tokens"] = reply.cached_tokens
+    return usage
+
+
+def _thinking_block(thinking: str) -> dict[str, Any]:
+    return {"type": "thinking", "thinking": thinking, "signature": thinking_signature(thinking)}
 
 
 def _body(recorded: Recorded) -> dict[str, Any]:

@@ -25,8 +25,12 @@ class Reply:
     chunks: tuple[str, ...] = ()
     stream: bool | None = None  # None: as the request asks
     tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    thinking: str = ""  # the model's reasoning before its answer (where the format shows it)
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    # Of those, reported as details where the format has them (0: not reported).
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
     finish_reason: str = "stop"
     status: int = 200
     error_body: Any = None

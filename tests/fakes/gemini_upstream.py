@@ -152,8 +152,13 @@ def _response(
     if finish_reason:
         candidate["finishReason"] = finish_reason
     usage: dict[str, Any] = {"promptTokenCount": reply.prompt_tokens}
+    if reply.cached_tokens:
+        usage["cachedContentTokenCount"] = reply.cached_tokens
     if complete_usage:
-        usage["candidatesTokenCount"] = reply.completion_tokens
+        # Thinking tokens are counted apart from the candidates' tokens.
+        usage["candidatesTokenCount"] = reply.completion_tokens - reply.reasoning_tokens
+        if reply.reasoning_tokens:
+            usage["thoughtsTokenCount"] = reply.reasoning_tokens
         usage["totalTokenCount"] = reply.prompt_tokens + reply.completion_tokens
     model = recorded.path.rsplit("/", 1)[-1].split(":", 1)[0]
     return {

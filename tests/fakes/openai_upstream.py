@@ -2,7 +2,8 @@
 
 Run it alone to try the gateway without API keys:
 ``python -m tests.fakes.openai_upstream --port 9100`` answers every call with
-"You said: <your last message>".
+"You said: <your last message>". A request with ``logprobs: true`` gets logprobs for
+each piece of text, whole and streamed, as the real API gives them.
 """
 
 import argparse
@@ -48,7 +49,7 @@ class OpenAIUpstream(FakeUpstream):
                     "index": 0,
                     "message": message,
                     "finish_reason": reply.finish_reason,
-                    "logprobs": None,
+                    "logprobs": logprobs_of(reply.text) if _wants_logprobs(recorded) else None,
                 }
             ],
             "usage": _usage(reply),
@@ -62,13 +63,18 @@ class OpenAIUpstream(FakeUpstream):
             "model": self._model(recorded),
         }
 
-        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+        def chunk(
+            delta: dict[str, Any], finish_reason: str | None = None, logprobs: Any = None
+        ) -> bytes:
             choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+            if logprobs is not None:
+                choice["logprobs"] = logprobs
             return sse({**envelope, "choices": [choice]})
 
         yield chunk({"role": "assistant", "content": ""})
         for text in reply.chunks:
-            yield chunk({"content": text})
+            logprobs = logprobs_of(text) if _wants_logprobs(recorded) else None
+            yield chunk({"content": text}, logprobs=logprobs)
         for index, (name, arguments) in enumerate(reply.tool_calls):
             call = {"index": index, "id": recorded.call_id("call", index), "type": "function"}
             yield chunk({"tool_calls": [{**call, "function": {"name": name, "arguments": ""}}]})
@@ -143,12 +149,27 @@ def unanswered_tool_calls(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _usage(reply: Reply) -> dict[str, int]:
-    return {
+def logprobs_of(text: str) -> dict[str, Any]:
+    """The logprobs the fake gives a piece of text: one token, at -0.5."""
+    token = {"token": text, "logprob": -0.5, "bytes": list(text.encode()), "top_logprobs": []}
+    return {"content": [token], "refusal": None}
+
+
+def _wants_logprobs(recorded: Recorded) -> bool:
+    return bool(isinstance(recorded.body, dict) and recorded.body.get("logprobs"))
+
+
+def _usage(reply: Reply) -> dict[str, Any]:
+    usage: dict[str, Any] = {
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
         "total_tokens": reply.prompt_tokens + reply.completion_tokens,
     }
+    if reply.cached_tokens:
+        usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens, "audio_tokens": 0}
+    if reply.reasoning_tokens:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+    return usage
 
 
 def main() -> None:
