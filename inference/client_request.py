@@ -132,6 +132,13 @@ def tool_spec(function: dict[str, Any], where: str) -> ToolSpec:
             param=f"{where}.parameters",
             code="invalid_tool",
         )
+    if parameters.get("type", "object") != "object":
+        raise invalid_request(
+            f"{where}.parameters must be a schema of type 'object' (a tool takes named "
+            f"arguments), got type {parameters.get('type')!r}",
+            param=f"{where}.parameters",
+            code="invalid_tool",
+        )
     check_json_schema(parameters, f"{where}.parameters", "invalid_tool")
     return ToolSpec(name=name, description=description, parameters=parameters)
 

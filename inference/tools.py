@@ -58,6 +58,15 @@ class Toolbox:
         return message
 
     def choice(self, choice: ToolChoice | None) -> ToolChoice | None:
+        """The client's ``tool_choice`` in provider names; ``required`` with no tool at all
+        (neither the client's nor the agent's) cannot be honoured: 400, rather than an
+        answer that silently ignores it."""
+        if choice is not None and choice.mode == "required" and not self.specs:
+            raise invalid_request(
+                "tool_choice is 'required' but there is no tool to call: send tools",
+                param="tool_choice",
+                code="invalid_tool_choice",
+            )
         if choice is None or choice.name is None:
             return choice
         return replace(choice, name=self.provider_name(choice.name))

@@ -189,6 +189,19 @@ def test_tool_results_go_back_to_the_provider_in_its_format(
             "invalid_tool_choice",
         ),
         ({"tools": [WEATHER], "tool_choice": "sometimes"}, "tool_choice", "invalid_tool_choice"),
+        ({"tool_choice": "required"}, "tool_choice", "invalid_tool_choice"),
+        (
+            {
+                "tools": [
+                    {
+                        "type": "function",
+                        "function": {"name": "f", "parameters": {"type": "string"}},
+                    }
+                ]
+            },
+            "tools[0].function.parameters",
+            "invalid_tool",
+        ),
         (
             {
                 "messages": [
@@ -200,7 +213,15 @@ def test_tool_results_go_back_to_the_provider_in_its_format(
             "unknown_tool_call",
         ),
     ],
-    ids=["other-type", "bad-schema", "unknown-choice", "bad-choice", "orphan-result"],
+    ids=[
+        "other-type",
+        "bad-schema",
+        "unknown-choice",
+        "bad-choice",
+        "required-without-tools",
+        "not-an-object-schema",
+        "orphan-result",
+    ],
 )
 def test_bad_tool_input_is_400_naming_the_field(
     gateway: GatewayServer,
@@ -385,9 +406,21 @@ def ask(client: openai.OpenAI, model: str, text: str, **extra: Any) -> Any:
     )
 
 
+def ask_streamed(client: openai.OpenAI, model: str, text: str, **extra: Any) -> Any:
+    """The streamed answer, put together by the SDK as the completion it amounts to."""
+    with client.chat.completions.stream(
+        model=model,
+        messages=[{"role": "user", "content": text}],
+        stream_options={"include_usage": True},
+        **extra,
+    ) as events:
+        return events.get_final_completion()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_agent_runs_mcp_tools_of_both_transports_in_its_loop(
-    kind: str, agent_client: openai.OpenAI, fakes: dict[str, FakeUpstream]
+    kind: str, stream: bool, agent_client: openai.OpenAI, fakes: dict[str, FakeUpstream]
 ) -> None:
     fake = fakes[kind]
     fake.script(
@@ -396,10 +429,12 @@ def test_agent_runs_mcp_tools_of_both_transports_in_its_loop(
         Reply.of_text("Done: 5, greeted, read."),
     )
 
-    completion = ask(agent_client, f"{kind}-tools", "Add, greet and read.")
+    completion = (ask_streamed if stream else ask)(
+        agent_client, f"{kind}-tools", "Add, greet and read."
+    )
 
     assert completion.choices[0].message.content == "Done: 5, greeted, read."
-    assert completion.choices[0].message.tool_calls is None
+    assert not completion.choices[0].message.tool_calls
     assert completion.usage.total_tokens == 3 * 18
     offered = native_tool_names(kind, fake.requests[0].body)
     assert offered == [
@@ -466,15 +501,18 @@ def test_mcp_tool_error_goes_back_to_the_model(
     assert results[0][1].startswith("Error: ") and "exploded: test" in results[0][1]
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_subagent_answers_as_a_tool_in_a_fresh_conversation(
-    kind: str, agent_client: openai.OpenAI, fakes: dict[str, FakeUpstream]
+    kind: str, stream: bool, agent_client: openai.OpenAI, fakes: dict[str, FakeUpstream]
 ) -> None:
     fakes[kind].script(Reply.of_tool_calls((SAFE[kind]["helper.v2"], {"message": "What is 2+2?"})))
     fakes["openai"].script(Reply.of_text("4", prompt_tokens=5, completion_tokens=1))
     fakes[kind].script(Reply.of_text("The helper says 4."))
 
-    completion = ask(agent_client, f"{kind}-tools", "Ask the helper.", safety_identifier="sub-user")
+    completion = (ask_streamed if stream else ask)(
+        agent_client, f"{kind}-tools", "Ask the helper.", safety_identifier="sub-user"
+    )
 
     assert completion.choices[0].message.content == "The helper says 4."
     assert completion.usage.total_tokens == 18 + 6 + 18  # the subagent's call is billed too
@@ -491,6 +529,21 @@ def test_subagent_answers_as_a_tool_in_a_fresh_conversation(
     assert "Answers sub-questions." in json.dumps(offered)
     _, results = sent_tool_calls_and_results(kind, fakes[kind].last.body)
     assert results[0][1] == "4"
+
+
+def test_required_tool_choice_binds_the_first_round_only(
+    agent_client: openai.OpenAI, fakes: dict[str, FakeUpstream]
+) -> None:
+    fakes["openai"].script(
+        Reply.of_tool_calls(("add", {"a": 1, "b": 1})), Reply.of_text("It is 2.")
+    )
+
+    completion = ask(agent_client, "openai-tools", "1+1?", tool_choice="required")
+
+    assert completion.choices[0].message.content == "It is 2."
+    first, second = fakes["openai"].requests
+    # After its first call the model must be free to answer, or the loop never ends.
+    assert (first.body.get("tool_choice"), second.body.get("tool_choice")) == ("required", None)
 
 
 def test_subagents_nest_at_most_four_levels(
