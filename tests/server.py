@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -100,6 +101,16 @@ class GatewayServer:
         """The exit code of the server process, once it exits on its own."""
         assert self._process is not None
         return self._process.wait(timeout=timeout)
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The value of one sample of ``/metrics`` (0 while it has not appeared)."""
+        response = httpx.get(f"{self.url}/metrics", timeout=10)
+        response.raise_for_status()
+        for family in text_string_to_metric_families(response.text):
+            for sample in family.samples:
+                if sample.name == name and labels.items() <= sample.labels.items():
+                    return sample.value
+        return 0.0
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -103,6 +103,16 @@ def test_workers_both_refuse_a_user_at_the_cap(workers: GatewayServer) -> None:
     assert billed == 8 * TOKENS_PER_CALL
 
 
+def test_workers_metrics_add_up_every_worker(workers: GatewayServer) -> None:
+    user = f"user-{uuid.uuid4().hex[:12]}"
+    labels = {"agent": "openai-agent", "status": "200", "stream": "false"}
+    before = workers.metric("gateway_requests_total", **labels)
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda index: ask(workers, user, f"q{index}"), range(12)))
+    assert len(serving_pids(workers, user)) == 2
+    assert workers.metric("gateway_requests_total", **labels) == before + 12
+
+
 def test_workers_a_dead_worker_stops_the_others(
     tmp_path: Path, upstreams: dict[str, FakeUpstream]
 ) -> None:

@@ -10,6 +10,7 @@ supervisor of N daphne processes sharing the socket (``gateway.supervisor``).
 import os
 import socket
 import sys
+import tempfile
 
 from django.conf import settings
 from django.core.management import call_command
@@ -48,7 +49,12 @@ class Command(BaseCommand):
         os.environ["PYTHONPATH"] = os.pathsep.join(paths)
         if workers == 1:
             os.execv(sys.executable, command)
-        sys.exit(Supervisor(command, workers, listener).run())
+        # The workers' metrics meet in files of a directory of their own (prometheus-client's
+        # multi-process mode), fresh for each start and removed at the end.
+        with tempfile.TemporaryDirectory(prefix="gateway-metrics-") as metrics_dir:
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+            code = Supervisor(command, workers, listener).run()
+        sys.exit(code)
 
     def _check_config(self) -> None:
         path = settings.GATEWAY_CONFIG
