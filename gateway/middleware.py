@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 
 from django.http import HttpRequest, HttpResponseBase
 
+from adminui import live
 from core.asyncmiddleware import AsyncMiddleware
 from core.requestlog import RequestLog
 from core.upstreamclock import UpstreamClock, start_clock
@@ -56,6 +57,7 @@ def _finish(log: RequestLog, started: float, clock: UpstreamClock) -> None:
     log.latency_ms = round((time.perf_counter() - started) * 1000, 2)
     log.overhead_ms = round(_overhead_ms(started, clock), 2)
     log.emit()
+    live.publish(log)
 
 
 def _overhead_ms(started: float, clock: UpstreamClock) -> float:
