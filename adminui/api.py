@@ -6,7 +6,7 @@ from django.http import Http404, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
-from adminui import config, history, mcp_state, records, scores
+from adminui import config, history, live, mcp_state, records, scores
 from adminui.collection_routes import ItemDetails, collection_router
 from adminui.context import AdminRequest
 from adminui.errors import AdminError, error_response, refusal
@@ -58,6 +58,7 @@ mcp_state.add_state_route(mcp_router)
 api.add_router("/mcp", mcp_router)
 api.add_router("", config.router)
 api.add_router("", history.router)
+api.add_router("", live.router)
 
 
 @api.exception_handler(AdminError)

@@ -16,6 +16,7 @@ _RECORD_PAGES = (
     ("Scores", "admin:scores"),
     ("Conversations", "admin:conversations"),
     ("Usage", "admin:usage"),
+    ("Live", "admin:live"),
 )
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 
 class JsonFormatter(logging.Formatter):
-    """``{"time", "level", "logger", "event", "message", ...}`` on one line.
+    """``{"time", "level", "logger", "pid", "event", "message", ...}`` on one line
+    (``pid``: which process wrote it, when several serve: ``serve --workers``).
 
     Records logged with ``log_event`` carry their fields in ``record.fields``; any other
     record is an ``event: "log"`` with its formatted message (and traceback, if any).
@@ -20,6 +21,7 @@ class JsonFormatter(logging.Formatter):
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
+            "pid": record.process,
         }
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):

@@ -4,6 +4,7 @@ import logging
 from dataclasses import asdict, dataclass
 
 from core.logformat import log_event
+from core.metrics import observe_request
 
 logger = logging.getLogger("gateway.requests")
 
@@ -18,10 +19,17 @@ class RequestLog:
     experiment: str = ""
     variant: str = ""
     provider: str = ""
+    stream: bool = False
     tokens: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
     status: int = 0
     error: str = ""
     latency_ms: float = 0.0
+    overhead_ms: float = 0.0  # latency_ms less the time spent waiting on providers
 
     def emit(self) -> None:
+        """Write the request's log line and count it in the metrics: the one place where
+        every request ends."""
         log_event(logger, "request", **asdict(self))
+        observe_request(self)

@@ -1,4 +1,5 @@
-"""ASGI entry point: Django plus the process runtime (config watcher, engine).
+"""ASGI entry point: Django plus the process runtime (config watcher, engine), and the
+websocket of the admin's live traffic page (Django Channels, ``adminui.live``).
 
 Neither daphne nor Django speaks the ASGI lifespan protocol. The runtime is created when
 the server imports this module; its async parts (MCP sessions) start on the server's
@@ -14,8 +15,10 @@ from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
+from channels.routing import URLRouter
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
+from django.urls import path
 
 from core.afterresponse import response_scope
 from core.logformat import log_stray_output
@@ -25,10 +28,18 @@ from gateway import runtime
 # or without DEBUG: the gateway has no web server in front of it to do it.
 django_application = ASGIStaticFilesHandler(get_asgi_application())
 log_stray_output()
+
+from adminui.live import LiveTrafficConsumer  # noqa: E402  (needs the apps loaded above)
+
 process = runtime.current()
+websockets = URLRouter([path("admin/live", LiveTrafficConsumer.as_asgi(runtime=process))])
 
 
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] == "websocket":
+        await process.started()
+        await websockets(scope, receive, send)
+        return
     if scope["type"] != "lifespan":
         await process.started()
         with response_scope():  # background work of the request starts once it is sent

@@ -8,6 +8,8 @@ Everything an operator may change comes from the environment:
   file ``gateway.sqlite3`` in the working directory).
 - ``GATEWAY_SECRET_KEY``: Django's secret key (CSRF and sessions of the admin).
 - ``GATEWAY_DEBUG``: ``1`` for Django's debug mode.
+- ``REDIS_URL``: ``redis://host:port/db`` for the channel layer of the admin's live
+  traffic page when several processes serve (default: in memory, one process).
 """
 
 import os
@@ -115,4 +117,15 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},  # the MCP SDK's HTTP client
     },
+}
+
+# The admin's live traffic page (adminui.live) gets finished requests through a channel
+# layer: in memory within one process, Redis to reach pages open on any worker.
+REDIS_URL = os.environ.get("REDIS_URL", "")
+CHANNEL_LAYERS = {
+    "default": (
+        {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+        if REDIS_URL
+        else {"BACKEND": "channels.layers.InMemoryChannelLayer"}
+    )
 }

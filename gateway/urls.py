@@ -1,10 +1,11 @@
-"""Root URLs: ``/v1`` (inference), ``/admin`` (adminui, its OIDC login first), health probes."""
+"""Root URLs: ``/v1`` (inference), ``/admin`` (adminui, its OIDC login first), health
+probes, metrics."""
 
 from django.urls import path
 
 from adminui import oidc_login
 from adminui.api import api as admin_api
-from gateway import health
+from gateway import health, metrics
 from inference.api import api as v1_api
 
 urlpatterns = [
@@ -16,4 +17,5 @@ urlpatterns = [
     path("admin/", admin_api.urls),
     path("healthz", health.healthz),
     path("readyz", health.readyz),
+    path("metrics", metrics.metrics),
 ]

@@ -19,6 +19,7 @@ from django.db import transaction
 
 from agents.schema import Config, JudgeConfig
 from core.logformat import log_event
+from core.metrics import observe_judge_scores
 from inference.database import in_database
 from inference.engine import Engine
 from inference.models import JudgeRun, JudgeScore
@@ -127,6 +128,9 @@ async def judge_reply(
         logger.exception("judge %s failed on %s", judge.name, subject.completion_id)
         error = f"internal error: {type(failure).__name__}"
     await in_database(record_verdict, judge, subject, verdict, error)
+    if verdict is not None:
+        scores = {criterion: verdict[criterion]["score"] for criterion in judge.rubrics}
+        observe_judge_scores(judge.name, subject.agent, scores)
     log_event(
         logger,
         "judged",

@@ -122,6 +122,10 @@ class TurnRunner:
 
     async def _record(self, turn: Turn, loop: ToolLoop, usage: Usage, reply: str | None) -> None:
         self.log.tokens = usage.total_tokens
+        self.log.prompt_tokens, self.log.completion_tokens = (
+            usage.prompt_tokens,
+            usage.completion_tokens,
+        )
         client_calls = loop.final.tool_calls if loop.final is not None else ()
         exchange = loop.exchange if reply is None and client_calls else None
         await in_database(record_turn, turn, usage, reply, exchange, client_calls, timezone.now())

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -20,7 +21,8 @@ def free_port() -> int:
 
 
 class GatewayServer:
-    """One daphne process serving ``config_path`` with the database at ``database_url``.
+    """Daphne serving ``config_path`` with the database at ``database_url``: one process,
+    or ``workers`` processes on one port under ``serve --workers``.
 
     Several servers may share one config file (``config_path``, written only when
     ``config_text`` is given) and one database, as several production processes do.
@@ -32,7 +34,11 @@ class GatewayServer:
         config_text: str | None,
         database_url: str | None = None,
         config_path: Path | None = None,
+        workers: int = 1,
+        extra_env: dict[str, str] | None = None,
     ) -> None:
+        self.workers = workers
+        self.extra_env = extra_env or {}
         self.workdir = workdir
         self.config_path = config_path or workdir / "gateway.yaml"
         if config_text is not None:
@@ -48,12 +54,6 @@ class GatewayServer:
         return f"http://127.0.0.1:{self.port}"
 
     @property
-    def pid(self) -> int:
-        """The server process (``manage.py serve`` becomes daphne in place)."""
-        assert self._process is not None, "the server is not started"
-        return self._process.pid
-
-    @property
     def env(self) -> dict[str, str]:
         return {
             **os.environ,
@@ -61,15 +61,17 @@ class GatewayServer:
             "DATABASE_URL": self.database_url,
             "DJANGO_SETTINGS_MODULE": "gateway.settings",
             "PYTHONPATH": str(PROJECT_DIR),
+            **self.extra_env,
         }
 
     def start(self, port: int | None = None) -> "GatewayServer":
         """``port``: one the test chose (for a config that names the gateway's own URL)."""
         self.port = port or free_port()
-        serve = [sys.executable, str(PROJECT_DIR / "manage.py"), "serve"]
+        serve = [sys.executable, str(PROJECT_DIR / "manage.py"), "serve", "--host", "127.0.0.1"]
+        serve += ["--port", str(self.port), "--workers", str(self.workers)]
         with self.log_path.open("ab") as log, self.stdout_path.open("ab") as out:
             self._process = subprocess.Popen(
-                [*serve, "--host", "127.0.0.1", "--port", str(self.port)],
+                serve,
                 cwd=self.workdir,
                 env=self.env,
                 stdout=out,
@@ -89,6 +91,27 @@ class GatewayServer:
             except httpx.HTTPError:
                 time.sleep(0.1)
         raise RuntimeError(f"gateway did not become healthy:\n{self.log()}")
+
+    @property
+    def pid(self) -> int:
+        """The server's process: daphne itself, or the supervisor of the workers."""
+        assert self._process is not None
+        return self._process.pid
+
+    def wait(self, timeout: float) -> int:
+        """The exit code of the server process, once it exits on its own."""
+        assert self._process is not None
+        return self._process.wait(timeout=timeout)
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The value of one sample of ``/metrics`` (0 while it has not appeared)."""
+        response = httpx.get(f"{self.url}/metrics", timeout=10)
+        response.raise_for_status()
+        for family in text_string_to_metric_families(response.text):
+            for sample in family.samples:
+                if sample.name == name and labels.items() <= sample.labels.items():
+                    return sample.value
+        return 0.0
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

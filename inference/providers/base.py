@@ -3,13 +3,14 @@
 import json
 import math
 from collections.abc import AsyncIterator
-from contextlib import aclosing
+from contextlib import AsyncExitStack, aclosing
 from typing import Any
 
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
 from agents.schema import ProviderConfig
+from core.upstreamclock import upstream_wait
 from inference.providers.toolnames import ToolNameRule
 from inference.providers.types import ChatRequest, ChatResponse, Finish, StreamEvent, Usage
 
@@ -91,9 +92,10 @@ class Provider:
 
     async def post_json(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
-            response = await self.client.post(
-                url, json=body, headers=self.headers(), timeout=self.settings.timeout
-            )
+            with upstream_wait():
+                response = await self.client.post(
+                    url, json=body, headers=self.headers(), timeout=self.settings.timeout
+                )
         except httpx.HTTPError as error:
             raise self._transport_error(error) from error
         if response.status_code >= 400:
@@ -104,15 +106,28 @@ class Provider:
             raise ProviderError(502, f"{self.kind} returned a body that is not JSON") from error
 
     async def post_sse(self, url: str, body: dict[str, Any]) -> AsyncIterator[ServerSentEvent]:
-        """Yield the server-sent events of a streamed call; the connection closes with the loop."""
+        """Yield the server-sent events of a streamed call; the connection closes with the loop.
+
+        Only the waits for the upstream count as upstream time, not the time the caller
+        takes between two events."""
+        stream = self.client.stream(
+            "POST", url, json=body, headers=self.headers(), timeout=self.settings.timeout
+        )
         try:
-            async with self.client.stream(
-                "POST", url, json=body, headers=self.headers(), timeout=self.settings.timeout
-            ) as response:
-                if response.status_code >= 400:
-                    text = (await response.aread()).decode(errors="replace")
-                    raise self.status_error(response.status_code, text, response.headers)
-                async for event in EventSource(response).aiter_sse():
+            async with AsyncExitStack() as exits:
+                with upstream_wait():
+                    response = await exits.enter_async_context(stream)
+                    if response.status_code >= 400:
+                        text = (await response.aread()).decode(errors="replace")
+                        raise self.status_error(response.status_code, text, response.headers)
+                events = await exits.enter_async_context(
+                    aclosing(EventSource(response).aiter_sse())
+                )
+                while True:
+                    with upstream_wait():
+                        event = await anext(events, None)
+                    if event is None:
+                        return
                     yield event
         except httpx.HTTPError as error:
             raise self._transport_error(error) from error

@@ -89,7 +89,7 @@ class FakeUpstream:
         self._answered = 0
         self._lock = threading.Lock()
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self._server = _Server(("127.0.0.1", port), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -154,6 +154,10 @@ class FakeUpstream:
 
     def render_error(self, reply: Reply) -> Any:
         return reply.error_body
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # the default 5 drops connections of a burst (benchmarks)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -3,18 +3,21 @@
 The production entry point. The port is bound here, before anything is announced, so a
 busy port is a clear error rather than a line saying the gateway serves; daphne then
 adopts the bound socket (``--fd``). Its access log is off: the gateway writes one JSON
-line per request itself.
+line per request itself. With ``--workers N`` (N > 1) this process stays as the
+supervisor of N daphne processes sharing the socket (``gateway.supervisor``).
 """
 
 import os
 import socket
 import sys
+import tempfile
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents.loader import ConfigError, load_config_text
+from gateway.supervisor import Supervisor
 
 
 class Command(BaseCommand):
@@ -23,18 +26,35 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="0.0.0.0", help="IPv4 address to listen on")
         parser.add_argument("--port", type=int, default=8421)
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=1,
+            help="server processes on the port (e.g. one per core; default 1)",
+        )
 
-    def handle(self, *args: object, host: str, port: int, **options: object) -> None:
+    def handle(self, *args: object, host: str, port: int, workers: int, **options: object) -> None:
+        if workers < 1:
+            raise CommandError("--workers takes a number of processes, 1 or more")
         call_command("migrate", interactive=False, verbosity=0)
         self._check_config()
         listener = bind(host, port)
-        self.stdout.write(f"Serving on http://{host}:{port}  (admin: /admin, API: /v1)")
+        processes = f", {workers} worker processes" if workers > 1 else ""
+        self.stdout.write(f"Serving on http://{host}:{port}  (admin: /admin, API: /v1{processes})")
         self.stdout.flush()
         daphne = [sys.executable, "-m", "daphne", "--fd", str(listener.fileno()), "-v", "0"]
+        command = [*daphne, "gateway.asgi:application"]
         # The project must be importable whatever directory the gateway was started from.
         paths = [str(settings.BASE_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]
         os.environ["PYTHONPATH"] = os.pathsep.join(paths)
-        os.execv(sys.executable, [*daphne, "gateway.asgi:application"])
+        if workers == 1:
+            os.execv(sys.executable, command)
+        # The workers' metrics meet in files of a directory of their own (prometheus-client's
+        # multi-process mode), fresh for each start and removed at the end.
+        with tempfile.TemporaryDirectory(prefix="gateway-metrics-") as metrics_dir:
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+            code = Supervisor(command, workers, listener).run()
+        sys.exit(code)
 
     def _check_config(self) -> None:
         path = settings.GATEWAY_CONFIG

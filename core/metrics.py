@@ -1,0 +1,70 @@
+"""The Prometheus metrics of the gateway, observed where a request finishes.
+
+Under ``serve --workers`` every worker writes its samples to files in
+``PROMETHEUS_MULTIPROC_DIR`` (prometheus-client's multi-process mode, chosen when the
+variable is set before this module is imported) and ``/metrics`` adds them up.
+"""
+
+from typing import TYPE_CHECKING
+
+from prometheus_client import Counter, Histogram
+
+if TYPE_CHECKING:
+    from core.requestlog import RequestLog
+
+# The error codes of requests that never reached a provider because a budget refused them.
+BUDGET_REFUSAL_CODES = frozenset({"rate_limit_exceeded"})
+
+REQUESTS = Counter(
+    "gateway_requests",
+    "Requests to /v1, by agent, HTTP status and streaming",
+    ["agent", "status", "stream"],
+)
+LATENCY = Histogram(
+    "gateway_request_duration_seconds",
+    "Time from a /v1 request's arrival to the end of its response",
+    ["stream"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+)
+OVERHEAD = Histogram(
+    "gateway_overhead_seconds",
+    "Time a /v1 request spent in the gateway, not waiting on an upstream provider",
+    ["stream"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1),
+)
+TOKENS = Counter("gateway_tokens", "Tokens billed, by agent and kind", ["agent", "kind"])
+UPSTREAM_ERRORS = Counter(
+    "gateway_upstream_errors",
+    "Requests that failed because of an upstream provider, by provider and error code",
+    ["provider", "code"],
+)
+BUDGET_REFUSALS = Counter("gateway_budget_refusals", "Requests refused by a token budget")
+JUDGE_SCORES = Histogram(
+    "gateway_judge_score",
+    "Scores judges gave replies (0 to 10), by judge, agent and criterion",
+    ["judge", "agent", "criterion"],
+    buckets=tuple(range(11)),
+)
+
+
+def observe_request(log: "RequestLog") -> None:
+    """Count one finished request (only /v1: the admin and probes are not traffic)."""
+    if not log.path.startswith("/v1/"):
+        return
+    streamed = "true" if log.stream else "false"
+    REQUESTS.labels(log.agent, str(log.status), streamed).inc()
+    LATENCY.labels(streamed).observe(log.latency_ms / 1000)
+    OVERHEAD.labels(streamed).observe(log.overhead_ms / 1000)
+    if log.prompt_tokens:
+        TOKENS.labels(log.agent, "prompt").inc(log.prompt_tokens)
+    if log.completion_tokens:
+        TOKENS.labels(log.agent, "completion").inc(log.completion_tokens)
+    if log.error.startswith("upstream_"):
+        UPSTREAM_ERRORS.labels(log.provider, log.error).inc()
+    elif log.error in BUDGET_REFUSAL_CODES:
+        BUDGET_REFUSALS.inc()
+
+
+def observe_judge_scores(judge: str, agent: str, scores: dict[str, float]) -> None:
+    for criterion, score in scores.items():
+        JUDGE_SCORES.labels(judge, agent, criterion).observe(score)

@@ -1,0 +1,137 @@
+"""``serve --workers 2``: two daphne processes on one port share budgets and history
+through the database, and the supervisor stops them together."""
+
+import json
+import signal
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from tests.fakes.base import FakeUpstream
+from tests.server import GatewayServer
+from tests.upstreams import shared_config
+
+TOKENS_PER_CALL = 18  # the fake's default usage: 11 prompt + 7 completion tokens
+REQUESTS = 24
+
+
+@pytest.fixture(scope="module")
+def workers(
+    tmp_path_factory: pytest.TempPathFactory, upstreams: dict[str, FakeUpstream]
+) -> Iterator[GatewayServer]:
+    server = GatewayServer(
+        tmp_path_factory.mktemp("workers"), shared_config(upstreams), workers=2
+    ).start()
+    yield server
+    server.stop()
+
+
+def ask(server: GatewayServer, user: str, text: str, **metadata: str) -> httpx.Response:
+    """One request on a connection of its own, so the kernel may hand it to either worker."""
+    body = {
+        "model": "openai-agent",
+        "messages": [{"role": "user", "content": text}],
+        "safety_identifier": user,
+        "metadata": metadata,
+    }
+    return httpx.post(f"{server.url}/v1/chat/completions", json=body, timeout=30)
+
+
+def serving_pids(server: GatewayServer, user: str) -> set[int]:
+    lines = [json.loads(line) for line in server.log().splitlines() if line.startswith("{")]
+    return {
+        line["pid"] for line in lines if line.get("event") == "request" and line["user"] == user
+    }
+
+
+def database(server: GatewayServer) -> sqlite3.Connection:
+    return sqlite3.connect(server.database_url.removeprefix("sqlite:///"))
+
+
+def test_workers_share_history_and_ledger_exactly(
+    workers: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    user = f"user-{uuid.uuid4().hex[:12]}"
+    texts = [f"question {index}" for index in range(REQUESTS)]
+    with ThreadPoolExecutor(8) as pool:
+        statuses = [
+            response.status_code for response in pool.map(lambda t: ask(workers, user, t), texts)
+        ]
+    assert statuses == [200] * REQUESTS
+    assert len(serving_pids(workers, user)) == 2
+    with database(workers) as db:
+        stored = db.execute(
+            "SELECT role, content FROM inference_storedmessage WHERE user_id = ?", (user,)
+        ).fetchall()
+        rows, billed = db.execute(
+            "SELECT COUNT(*), SUM(total_tokens) FROM inference_ledgerentry WHERE user_id = ?",
+            (user,),
+        ).fetchone()
+    assert sorted(content for role, content in stored if role == "user") == sorted(texts)
+    assert sorted(content for role, content in stored if role == "assistant") == sorted(
+        f"You said: {text}" for text in texts
+    )
+    assert (rows, billed) == (REQUESTS, REQUESTS * TOKENS_PER_CALL)
+    replay = ask(workers, user, "the last question")
+    assert replay.status_code == 200
+    sent = fakes["openai"].last.body["messages"]
+    replayed = [message["content"] for message in sent if message["role"] == "user"]
+    assert sorted(replayed[:-1]) == sorted(texts)
+
+
+def test_workers_both_refuse_a_user_at_the_cap(workers: GatewayServer) -> None:
+    user = f"user-{uuid.uuid4().hex[:12]}"
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda index: ask(workers, user, f"q{index}"), range(8)))
+    cap = str(8 * TOKENS_PER_CALL)
+    with ThreadPoolExecutor(4) as pool:
+        refusals = list(
+            pool.map(lambda index: ask(workers, user, "over", tokens_per_day=cap), range(12))
+        )
+    assert [response.status_code for response in refusals] == [429] * 12
+    assert len(serving_pids(workers, user)) == 2
+    with database(workers) as db:
+        billed = db.execute(
+            "SELECT SUM(total_tokens) FROM inference_ledgerentry WHERE user_id = ?", (user,)
+        ).fetchone()[0]
+    assert billed == 8 * TOKENS_PER_CALL
+
+
+def test_workers_metrics_add_up_every_worker(workers: GatewayServer) -> None:
+    user = f"user-{uuid.uuid4().hex[:12]}"
+    labels = {"agent": "openai-agent", "status": "200", "stream": "false"}
+    before = workers.metric("gateway_requests_total", **labels)
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda index: ask(workers, user, f"q{index}"), range(12)))
+    assert len(serving_pids(workers, user)) == 2
+    assert workers.metric("gateway_requests_total", **labels) == before + 12
+
+
+def test_workers_a_dead_worker_stops_the_others(
+    tmp_path: Path, upstreams: dict[str, FakeUpstream]
+) -> None:
+    server = GatewayServer(tmp_path, shared_config(upstreams), workers=2).start()
+    try:
+        supervisor = psutil.Process(server.pid)
+        children = supervisor.children()
+        assert len(children) == 2
+        children[0].send_signal(signal.SIGKILL)
+        assert server.wait(timeout=30) == 1
+        assert not children[1].is_running()
+    finally:
+        server.stop()
+
+
+def test_workers_sigterm_stops_every_worker(workers: GatewayServer) -> None:
+    """Last in the module: it stops the module's server."""
+    children = psutil.Process(workers.pid).children()
+    assert len(children) == 2
+    workers.stop()
+    assert workers.wait(timeout=0) == 0
+    assert [child.is_running() for child in children] == [False, False]
