@@ -25,7 +25,6 @@ from agents import masking, revisions
 from agents.loader import ConfigError, load_config_data, load_config_text, parse_yaml
 from agents.models import ConfigRevision
 from agents.resources import Resource
-from agents.schema import Config
 from agents.snapshot import ConfigHolder, file_etag
 from agents.yamldoc import (
     Document,
@@ -33,8 +32,10 @@ from agents.yamldoc import (
     append_entry,
     merge,
     parse,
+    plain,
     remove_entry,
     replace_entry,
+    set_unstyled,
 )
 
 
@@ -202,8 +203,6 @@ def replace_item(
         for name, value in current.items():  # fields this version does not know survive
             if name not in resource.known_fields() and name not in target:
                 target[name] = value
-        if "api_key" in target:
-            target["api_key"] = masking.keep_secret(target["api_key"], current.get("api_key"))
         replace_entry(container, position, target)
 
     return _with_entry(_write(holder, author, edit), resource, key)
@@ -227,7 +226,8 @@ def replace_config(
     data: dict[str, Any] | None = None,
     if_match: str | None = None,
 ) -> Written:
-    """Replace the whole file by YAML ``text`` (kept as sent) or by ``data`` (merged into it)."""
+    """Replace the whole file by YAML ``text`` (kept as sent), or the top-level sections
+    ``data`` names (merged into the file; a section sent as ``null`` is removed)."""
 
     _check_storable(data)
 
@@ -241,10 +241,8 @@ def replace_config(
         document = _document(original)
         sent = json.loads(json.dumps(data))
         masking.keep_config_secrets(sent, stored)
-        for section in document.root:  # sections this version does not know survive
-            if section not in Config.model_fields and section not in sent:
-                sent[section] = document.root[section]
-        merge(document.root, sent)
+        kept = {section: value for section, value in document.root.items() if section not in sent}
+        merge(document.root, kept | {key: value for key, value in sent.items() if value is not None})
         return document.text()
 
     return _write_text(holder, author, replacement, if_match)
@@ -287,7 +285,9 @@ def _check_storable(value: Any, path: str = "") -> None:
 def _write(holder: ConfigHolder, author: str, edit: Callable[[Document], None]) -> Written:
     def apply(raw: bytes) -> str:
         document = _document(_file_text(raw))
+        stored = plain(document.root)
         edit(document)
+        masking.keep_config_secrets(document.root, stored, _restore_secret)
         return document.text()
 
     return _write_text(holder, author, apply, None)
@@ -309,6 +309,8 @@ def _write_text(
             text = change(raw)
         except NotRepresentable as error:
             raise InvalidChange(str(error)) from error
+        except masking.ForeignMask as error:
+            raise ConfigError([error.problem]) from error
         try:
             encoded = text.encode("utf-8")
         except UnicodeEncodeError as error:
@@ -400,8 +402,17 @@ def _with_stored_secrets(text: str, stored: Any) -> str:
     if restored == sent:
         return text
     document = Document(text)
-    masking.keep_config_secrets(document.root, stored)
+    masking.keep_config_secrets(document.root, stored, _restore_secret)
     return document.text()
+
+
+def _restore_secret(mapping: dict, key: str, value: str) -> None:
+    """The mask ``'********'`` is quoted only because a plain scalar cannot start with ``*``:
+    the secret it stands for goes back in the style the dumper picks."""
+    if mapping[key] == masking.HIDDEN:
+        set_unstyled(mapping, key, value)
+    else:
+        mapping[key] = value
 
 
 def _section_keys(root: dict, section: str) -> set[str]:
@@ -458,7 +469,7 @@ def _locate(
 
 
 def _masked(resource: Resource, item: dict[str, Any]) -> dict[str, Any]:
-    plain = json.loads(json.dumps(item, default=str))
-    if "api_key" in plain and resource.section == "providers":
-        plain["api_key"] = masking.mask(plain["api_key"])
-    return plain
+    shown = json.loads(json.dumps(item, default=str))
+    if "api_key" in shown and resource.section == "providers":
+        shown["api_key"] = masking.mask(shown["api_key"], "api_key")
+    return shown

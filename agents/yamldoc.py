@@ -21,6 +21,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.compat import ordereddict
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.scalarbool import ScalarBoolean
 from ruamel.yaml.scalarstring import (
@@ -228,6 +229,11 @@ def append_entry(
 def remove_entry(container: Node, key: Any, parent: Node | None = None, name: Any = None) -> None:
     """Delete an entry and the comment lines directly above it; keep every other comment."""
     yamlcomments.remove(container, key, parent, name)
+
+
+def set_unstyled(container: CommentedMap, key: Any, value: str) -> None:
+    """``container[key] = value`` in the style the dumper picks, not the old value's."""
+    ordereddict.__setitem__(container, key, value)
 
 
 def to_node(value: Any) -> Any:

@@ -566,6 +566,29 @@ def test_config_put_json_merges_into_the_file(admin: httpx.Client, server: Gatew
     assert text == ORIGINAL.replace("model: gemini-2.5-flash", "model: gemini-2.5-pro")
 
 
+def test_config_put_json_keeps_the_sections_it_leaves_out(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    data = admin.get("/config").json()
+    body = {"providers": data["providers"], "agents": data["agents"]}
+    body["agents"][2]["model"] = "gemini-2.5-pro"
+
+    assert admin.put("/config", json=body).status_code == 204
+
+    text = server.config_path.read_text()
+    assert text == ORIGINAL.replace("model: gemini-2.5-flash", "model: gemini-2.5-pro")
+
+
+def test_config_put_json_section_set_to_null_is_removed(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    assert admin.put("/config", json={"memory": None}).status_code == 204
+
+    data = parse(server.config_path.read_text())
+    assert "memory" not in data
+    assert data == {key: value for key, value in parse(ORIGINAL).items() if key != "memory"}
+
+
 def test_config_put_with_stale_if_match_is_412_and_changes_nothing(
     admin: httpx.Client, server: GatewayServer
 ) -> None:
@@ -607,6 +630,58 @@ def test_provider_key_is_masked_everywhere_and_kept_when_sent_back(
 
     assert admin.put("/providers/openai", json=shown).status_code == 200
     assert "    api_key: sk-openai-example-0042\n" in server.config_path.read_text()
+
+
+@pytest.mark.parametrize("stale", ["sk-…9999", "********", "sk-ant-…0001"])
+def test_provider_key_sent_as_a_foreign_mask_is_422_and_never_written(
+    admin: httpx.Client, server: GatewayServer, stale: str
+) -> None:
+    updated = admin.put("/providers/anthropic", json={"api_key": stale})
+    created = admin.post("/providers", json={"kind": "groq", "api_key": stale})
+
+    for response in (updated, created):
+        assert response.status_code == 422, response.text
+        assert "looks like a masked secret" in response.json()["error"]["message"]
+    assert server.config_path.read_text() == ORIGINAL
+
+
+def test_whole_config_with_a_foreign_mask_is_422_and_never_written(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    yaml_text = ORIGINAL.replace("sk-ant-example-key-0001", "sk-…abcd")
+    data = admin.get("/config").json()
+    data["providers"]["openai"]["api_key"] = "********"
+    with_password = ORIGINAL + "auth:\n  proxy:\n    basic: {username: a, password: '********'}\n"
+
+    responses = [
+        admin.put("/config", content=yaml_text, headers=YAML_BODY),
+        admin.put("/config", json=data),
+        admin.put("/config", content=with_password, headers=YAML_BODY),
+    ]
+
+    for response in responses:
+        assert response.status_code == 422, response.text
+    assert "providers.anthropic.api_key: looks like a masked secret" in responses[0].text
+    assert "providers.openai.api_key" in responses[1].text
+    assert "auth.proxy.basic.password" in responses[2].text
+    assert server.config_path.read_text() == ORIGINAL
+
+
+def test_passwords_and_short_keys_are_masked_whole_and_kept_when_sent_back(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    secured = ORIGINAL + "auth:\n  proxy:\n    basic: {username: a, password: Cor-ect-orse}\n"
+    assert admin.put("/config", content=secured, headers=YAML_BODY).status_code == 204
+
+    data = admin.get("/config").json()
+    masked = admin.get("/config", headers={"Accept": "application/yaml"})
+    sent_back = admin.put("/config", content=masked.text, headers=YAML_BODY)
+
+    assert data["auth"]["proxy"]["basic"]["password"] == "********"
+    assert data["providers"]["gemini"]["api_key"] == "********"  # 18 characters
+    assert "Cor" not in masked.text and "gemini-example" not in masked.text
+    assert sent_back.status_code == 204
+    assert server.config_path.read_text() == secured
 
 
 # ---- revisions -------------------------------------------------------------------------
