@@ -89,9 +89,11 @@ def secrets(data: Any) -> dict[str, str]:
 
 
 def redact(text: str, hidden: dict[str, str]) -> str:
-    """``text`` with every secret of ``hidden`` (value: mask) replaced by its mask."""
+    """``text`` with every secret of ``hidden`` (value: mask) replaced by its mask (but
+    those under 4 characters, which would garble the text more than they could reveal)."""
     for value in sorted(hidden, key=len, reverse=True):
-        text = text.replace(value, hidden[value])
+        if len(value) >= 4:
+            text = text.replace(value, hidden[value])
     return text
 
 

@@ -30,6 +30,7 @@ from agents.yamldoc import (
     Document,
     NotRepresentable,
     append_entry,
+    describe_yaml_error,
     merge,
     parse,
     plain,
@@ -242,7 +243,9 @@ def replace_config(
         sent = json.loads(json.dumps(data))
         masking.keep_config_secrets(sent, stored)
         kept = {section: value for section, value in document.root.items() if section not in sent}
-        merge(document.root, kept | {key: value for key, value in sent.items() if value is not None})
+        merge(
+            document.root, kept | {key: value for key, value in sent.items() if value is not None}
+        )
         return document.text()
 
     return _write_text(holder, author, replacement, if_match)
@@ -361,8 +364,8 @@ def _document(text: str) -> Document:
         return Document(text)
     except ValueError as error:
         raise ConfigError([f"(file): {error}"]) from error
-    except Exception as error:
-        raise ConfigError([f"(file): not valid YAML: {error}"]) from error
+    except YAMLError as error:
+        raise ConfigError([f"(file): not valid YAML: {describe_yaml_error(error)}"]) from error
 
 
 def _file_text(raw: bytes) -> str:
@@ -395,8 +398,8 @@ def _with_stored_secrets(text: str, stored: Any) -> str:
     """``text`` as sent, except masked secrets sent back, which get their stored value."""
     try:
         sent = parse(text)
-    except Exception as error:
-        raise ConfigError([f"(file): not valid YAML: {error}"]) from error
+    except YAMLError as error:
+        raise ConfigError([f"(file): not valid YAML: {describe_yaml_error(error)}"]) from error
     restored = copy.deepcopy(sent)
     masking.keep_config_secrets(restored, stored)
     if restored == sent:

@@ -31,7 +31,7 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
-from agents import yamlcomments
+from agents import masking, yamlcomments
 
 Node = CommentedMap | CommentedSeq
 
@@ -42,13 +42,17 @@ def parse(text: str) -> Any:
 
 
 _QUOTED_VALUES = re.compile(r' with value ".*?"( \(original value: ".*?"\))?')
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+# The rest of a line after a key that holds a secret, in block or flow style.
+_SECRET_LINE = re.compile(r"\b(?:api_key|password|client_secret)['\"]?\s*:(.*)$", re.MULTILINE)
 
 
 def describe_yaml_error(error: YAMLError) -> str:
     """Where and why YAML text does not parse, on one line.
 
     The parser's own message quotes the offending line (which may hold a secret) under
-    a caret, with the noise of its input name; this keeps only position and reason.
+    a caret, with the noise of its input name; this keeps only position and reason, and
+    masks what it quotes from a line that holds a secret (an alias or tag name there).
     """
     if not isinstance(error, MarkedYAMLError):
         return str(error).splitlines()[0] if str(error) else type(error).__name__
@@ -58,7 +62,21 @@ def describe_yaml_error(error: YAMLError) -> str:
     context = ""
     if error.context and error.problem and error.context_mark is not None:
         context = f" ({error.context} started on line {error.context_mark.line + 1})"
-    return f"{where}{problem}{context}"
+    return _without_secrets(f"{where}{problem}{context}", getattr(mark, "buffer", None))
+
+
+def _without_secrets(description: str, text: str | None) -> str:
+    if not text:
+        return description
+    secret_lines = [match.group(1) for match in _SECRET_LINE.finditer(text)]
+
+    def masked(match: re.Match[str]) -> str:
+        quoted = match.group(1) if match.group(1) is not None else match.group(2)
+        if len(quoted) > 1 and any(quoted in line for line in secret_lines):
+            return f"'{masking.HIDDEN}'"
+        return match.group()
+
+    return _QUOTED.sub(masked, description)
 
 
 class NotRepresentable(ValueError):

@@ -739,6 +739,24 @@ def test_invalid_hand_edit_shows_a_banner_on_every_page_until_fixed(
     assert problem not in admin.get("/", headers={"Accept": "text/html"}).text
 
 
+def test_yaml_error_on_a_secret_line_never_shows_the_secret(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    secret = "sk-openai-example-0042"
+    broken = ORIGINAL.replace(f"api_key: {secret}", f"api_key: *{secret}")
+    server.config_path.write_text(broken)
+
+    overview = wait_for(lambda: admin.get("/").json()["problems"], "the problems")
+    banner = admin.get("/agents", headers={"Accept": "text/html"}).text
+    rejected = admin.put("/config", content=broken, headers=YAML_BODY)
+    admin.put("/config", content=ORIGINAL, headers=YAML_BODY)
+
+    assert "undefined alias" in overview[0] and "undefined alias" in banner
+    assert rejected.status_code == 400 and "undefined alias" in rejected.text
+    for shown in (str(overview), banner, rejected.text, server.log()):
+        assert secret not in shown
+
+
 # ---- loopback only ---------------------------------------------------------------------
 
 

@@ -494,3 +494,24 @@ def test_yaml_error_names_the_line_without_quoting_it() -> None:
     (problem,) = raised.value.problems
     assert problem.startswith("(file): not valid YAML: line 2, column ")
     assert "sk-secret" not in problem and "unicode string" not in problem
+
+
+@pytest.mark.parametrize("written", ["*{}", "!{} value", "[{}", "{{{}: x}}: y"])
+def test_yaml_error_on_a_secret_line_masks_what_it_quotes(written: str) -> None:
+    secret = "sk-secret-0123456789abcdef"
+    with pytest.raises(ConfigError) as raised:
+        load_config_text(f"providers:\n  openai:\n    api_key: {written.format(secret)}\n")
+    (problem,) = raised.value.problems
+    assert problem.startswith("(file): not valid YAML: line ")
+    assert secret not in problem and "sk-secret" not in problem
+
+
+def test_validation_messages_mask_secret_values() -> None:
+    data = valid_config()
+    data["auth"] = {"proxy": {"basic": {"username": "a", "password": "hunter2-hunter2"}}}
+    data["agents"][0]["provider"] = "hunter2-hunter2"
+
+    with pytest.raises(ConfigError) as raised:
+        load_config_data(data)
+
+    assert raised.value.problems == ["agents[0].provider: provider '********' is not configured"]
