@@ -515,3 +515,32 @@ def test_validation_messages_mask_secret_values() -> None:
         load_config_data(data)
 
     assert raised.value.problems == ["agents[0].provider: provider '********' is not configured"]
+
+
+@pytest.mark.parametrize(
+    "name", ["a/b", "<script>alert(1)</script>", "-lead", "a b", "ünï", "x" * 65, "a?b", "a#b"]
+)
+@pytest.mark.parametrize("section", ["agents", "judges", "experiments", "mcp"])
+def test_name_outside_the_url_safe_pattern_is_reported(section: str, name: str) -> None:
+    def rename(data: dict[str, Any]) -> None:
+        if section == "mcp":
+            data["mcp"][name] = data["mcp"].pop("docs")
+        else:
+            data[section][-1]["name"] = name
+
+    problems = problems_after(rename)
+
+    path = (
+        "mcp." + name if section == "mcp" else f"{section}[{len(valid_config()[section]) - 1}].name"
+    )
+    assert f"{path}: {name!r} is not a valid name (names are 1 to 64 letters" in problems[0]
+
+
+@pytest.mark.parametrize("name", ["a", "gpt-4o:mini@v1.2_x", "0" * 64])
+def test_names_inside_the_pattern_are_valid(name: str) -> None:
+    data = valid_config()
+    data["agents"].append({"name": name, "provider": "openai", "model": "m"})
+    data["mcp"][name] = data["mcp"].pop("files")
+    data["agents"][0]["mcp_tools"][1]["server"] = name
+
+    load_config_data(data)
