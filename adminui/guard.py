@@ -18,7 +18,7 @@ cannot be sent cross-site without a preflight, so scripts send them without one.
 import ipaddress
 from typing import cast
 
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.http.request import split_domain_port
 from django.middleware.csrf import CsrfViewMiddleware
 
@@ -48,13 +48,22 @@ def refusal_of(request: AdminRequest) -> AdminError | None:
     if not is_loopback_host(request):
         return AdminError(403, _host_message(request), "admin_loopback_host_only")
     if needs_csrf(request) and _csrf_rejected(request):
-        return AdminError(
-            403,
-            "CSRF check failed: reload the page and submit the form again "
-            "(scripts: send JSON or YAML bodies, which need no token)",
-            "csrf_failed",
-        )
+        return _CSRF_FAILED
     return None
+
+
+_CSRF_FAILED = AdminError(
+    403,
+    "CSRF check failed: the form's security token is missing or no longer valid (it expires "
+    "with the csrftoken cookie), or the form was sent from another site. Reload the page and "
+    "submit the form again (scripts: send JSON or YAML bodies, which need no token).",
+    "csrf_failed",
+)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """Django's CSRF failure view (``CSRF_FAILURE_VIEW``): the admin's own 403 page."""
+    return error_response(cast(AdminRequest, request), _CSRF_FAILED)
 
 
 def is_loopback(request: HttpRequest) -> bool:
@@ -103,7 +112,7 @@ def _host_message(request: AdminRequest) -> str:
         reason = "auth.admin is not configured"
         remedy = (
             "Open the admin as http://localhost:<port>/admin, or configure auth.admin in "
-            f"{request.runtime.holder.path} to use another host name."
+            "the gateway's config file to use another host name."
         )
     return (
         f"The admin refuses the host name {host!r}: {reason}, so it answers only requests "
@@ -113,7 +122,6 @@ def _host_message(request: AdminRequest) -> str:
 
 
 def _remote_message(request: AdminRequest) -> str:
-    path = request.runtime.holder.path
     if _admin_auth_configured(request):
         return (
             "The admin answers only clients on this machine: auth.admin is configured, but "
@@ -122,7 +130,7 @@ def _remote_message(request: AdminRequest) -> str:
         )
     return (
         "The admin answers only clients on this machine (loopback) because auth.admin is "
-        f"not configured. To use it from elsewhere, add to {path}:\n"
+        "not configured. To use it from elsewhere, add to the gateway's config file:\n"
         "auth:\n  admin:\n    basic: {username: admin, password: <a password hash from "
         "`python manage.py hash_password`>}\n"
         "(or oidc: {issuer_url: ..., client_id: ...}). Requests through a proxy "

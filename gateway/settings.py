@@ -46,6 +46,10 @@ MIDDLEWARE = [
     "adminui.guard.AdminGuardMiddleware",
 ]
 
+# A refused form anywhere is the admin's 403 page saying why (the admin guard checks its
+# own forms first; this covers any other view Django protects).
+CSRF_FAILURE_VIEW = "adminui.guard.csrf_failure"
+
 ROOT_URLCONF = "gateway.urls"
 ASGI_APPLICATION = "gateway.asgi.application"
 

@@ -790,6 +790,57 @@ def test_other_host_name_is_403_against_dns_rebinding(
     assert v1.status_code == 200
 
 
+BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+
+
+@pytest.mark.parametrize(
+    ("headers", "why"),
+    [
+        ({}, "CSRF check failed"),
+        ({"Origin": "http://evil.example"}, "CSRF check failed"),
+        ({"Content-Type": "text/plain"}, "CSRF check failed"),
+        ({"X-Forwarded-For": "203.0.113.9"}, "only clients on this machine"),
+        ({"Host": "attacker.example"}, "DNS-rebinding"),
+    ],
+    ids=["no-token", "cross-site", "text-plain", "remote", "wrong-host"],
+)
+def test_refused_form_is_a_403_page_saying_why(
+    server: GatewayServer, headers: dict[str, str], why: str
+) -> None:
+    response = httpx.post(
+        f"{server.url}/admin/agents",
+        data={"name": "sneaky", "provider": "openai", "model": "m"},
+        headers={**BROWSER, **headers},
+    )
+
+    assert response.status_code == 403
+    assert response.headers["Content-Type"].startswith("text/html")
+    assert why in html.unescape(response.text) and "<title>403" in response.text
+    assert "sneaky" not in server.config_path.read_text()
+
+
+def test_form_with_an_expired_csrf_token_is_a_403_page(server: GatewayServer) -> None:
+    with httpx.Client(base_url=f"{server.url}/admin", headers=BROWSER) as browser:
+        token = csrf_token(browser, "/agents/new")
+        browser.cookies.set("csrftoken", "a" * 32)  # the cookie the token was made for is gone
+        response = browser.post("/agents", data={"csrfmiddlewaretoken": token, "name": "late"})
+
+    assert response.status_code == 403
+    assert "no longer valid" in html.unescape(response.text)
+
+
+def test_remote_refusal_does_not_disclose_the_config_path(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    remote = admin.get("/agents", headers={"X-Forwarded-For": "203.0.113.9"})
+    rebound = admin.get("/agents", headers={"Host": "attacker.example"})
+
+    for response in (remote, rebound):
+        assert response.status_code == 403
+        assert str(server.config_path) not in response.text
+        assert str(server.workdir) not in response.text
+
+
 # ---- errors outside the routes ----------------------------------------------------------
 
 
