@@ -13,12 +13,13 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from django.db import transaction
+from filelock import Timeout
 from ruamel.yaml.error import YAMLError
 
 from agents import masking, revisions
@@ -62,6 +63,13 @@ class NameTaken(StoreError):
 
 class VersionMismatch(StoreError):
     """``If-Match`` names a version of the file or entry that is not the current one."""
+
+
+class Busy(StoreError):
+    """Another writer held the file lock for longer than ``LOCK_WAIT``: retry shortly."""
+
+
+LOCK_WAIT = 5.0
 
 
 @dataclass(frozen=True)
@@ -232,21 +240,22 @@ def replace_config(
 
     _check_storable(data)
 
-    def replacement(raw: bytes) -> str:
+    def replacement(raw: bytes) -> Change:
         # The file as GET /admin/config shows it, even when it is not UTF-8 text: the
         # secrets it masked can be restored, and the file replaced.
         original = raw.decode("utf-8", errors="replace")
-        stored = _parse_or_empty(original)
         if text is not None:
-            return _with_stored_secrets(text, stored)
+            stored = _parse_or_empty(original)
+            return Change(*_with_stored_secrets(text, stored), before=(original, stored))
         document = _document(original)
+        stored = plain(document.root)
         sent = json.loads(json.dumps(data))
         masking.keep_config_secrets(sent, stored)
         kept = {section: value for section, value in document.root.items() if section not in sent}
         merge(
             document.root, kept | {key: value for key, value in sent.items() if value is not None}
         )
-        return document.text()
+        return Change(*document.render(), before=(original, stored))
 
     return _write_text(holder, author, replacement, if_match)
 
@@ -256,7 +265,10 @@ def restore_revision(holder: ConfigHolder, revision_id: int, author: str) -> Wri
     if revision is None:
         raise EntryNotFound(f"revision {revision_id} does not exist")
     return _write_text(
-        holder, f"{author} (restored revision {revision_id})", lambda _: revision.text, None
+        holder,
+        f"{author} (restored revision {revision_id})",
+        lambda _: Change(revision.text, parse_yaml(revision.text)),
+        None,
     )
 
 
@@ -285,46 +297,83 @@ def _check_storable(value: Any, path: str = "") -> None:
 # ---- the pipeline -----------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Change:
+    """What a write makes of the file: its new text and data (parsed once), and the text
+    and data it had before when the change parsed them (the revision's diff needs both)."""
+
+    text: str
+    data: Any
+    before: tuple[str, Any] | None = None
+
+
 def _write(holder: ConfigHolder, author: str, edit: Callable[[Document], None]) -> Written:
-    def apply(raw: bytes) -> str:
-        document = _document(_file_text(raw))
+    def apply(raw: bytes) -> Change:
+        original = _file_text(raw)
+        document = _document(original)
         stored = plain(document.root)
         edit(document)
         masking.keep_config_secrets(document.root, stored, _restore_secret)
-        return document.text()
+        return Change(*document.render(), before=(original, stored))
 
     return _write_text(holder, author, apply, None)
 
 
 def _write_text(
-    holder: ConfigHolder, author: str, change: Callable[[bytes], str], if_match: str | None
+    holder: ConfigHolder, author: str, change: Callable[[bytes], Change], if_match: str | None
 ) -> Written:
     """Write what ``change`` makes of the bytes on disk, through the whole pipeline."""
     path = holder.path
-    with revisions.file_lock(path):
+    with _locked(path):
         raw = _read_bytes(path)
-        if if_match is not None and if_match.strip() != "*" and if_match.strip() != file_etag(raw):
+        if not matches(if_match, file_etag(raw)):
             raise VersionMismatch(
                 "the config file changed since you read it (If-Match does not match its ETag); "
                 "read it again and re-apply your change"
             )
         try:
-            text = change(raw)
+            changed = change(raw)
         except NotRepresentable as error:
             raise InvalidChange(str(error)) from error
         except masking.ForeignMask as error:
             raise ConfigError([error.problem]) from error
         try:
-            encoded = text.encode("utf-8")
+            encoded = changed.text.encode("utf-8")
         except UnicodeEncodeError as error:
             raise InvalidChange(f"the body contains text that cannot be stored: {error}") from error
-        data = parse_yaml(text)
-        load_config_data(data)  # raises ConfigError: nothing has been written
+        config = load_config_data(changed.data)  # raises ConfigError: nothing has been written
         revision = None
         if encoded != raw:
-            revision = _replace_file(path, encoded, lambda: revisions.record(text, author))
-    holder.reload()
-    return Written(etag=file_etag(encoded), data=data, revision=revision)
+            parsed = dict([changed.before] if changed.before else []) | {changed.text: changed.data}
+            revision = _replace_file(
+                path, encoded, lambda: revisions.record(changed.text, author, parsed)
+            )
+        holder.apply(changed.text, config)
+    return Written(etag=file_etag(encoded), data=changed.data, revision=revision)
+
+
+def matches(if_match: str | None, etag: str) -> bool:
+    """Whether an ``If-Match`` header (absent, ``*`` or a list of tags) matches ``etag``."""
+    if if_match is None:
+        return True
+    tags = {tag.strip() for tag in if_match.split(",")}
+    return "*" in tags or etag in tags
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """The config's write lock, or ``Busy`` after waiting ``LOCK_WAIT`` seconds for it."""
+    lock = revisions.file_lock(path, timeout=LOCK_WAIT)
+    try:
+        lock.acquire()
+    except Timeout as error:
+        raise Busy(
+            f"another write has held the config file for over {LOCK_WAIT:g} s; retry shortly"
+        ) from error
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _with_entry(written: Written, resource: Resource, key: str) -> Written:
@@ -394,19 +443,17 @@ def _parse_or_empty(text: str) -> Any:
         return {}
 
 
-def _with_stored_secrets(text: str, stored: Any) -> str:
-    """``text`` as sent, except masked secrets sent back, which get their stored value."""
-    try:
-        sent = parse(text)
-    except YAMLError as error:
-        raise ConfigError([f"(file): not valid YAML: {describe_yaml_error(error)}"]) from error
+def _with_stored_secrets(text: str, stored: Any) -> tuple[str, Any]:
+    """(``text`` as sent, except masked secrets sent back, which get their stored value;
+    its data)."""
+    sent = parse_yaml(text)
     restored = copy.deepcopy(sent)
     masking.keep_config_secrets(restored, stored)
     if restored == sent:
-        return text
+        return text, sent
     document = Document(text)
     masking.keep_config_secrets(document.root, stored, _restore_secret)
-    return document.text()
+    return document.render()
 
 
 def _restore_secret(mapping: dict, key: str, value: str) -> None:
@@ -460,10 +507,7 @@ def _locate(
     if position is None:
         raise EntryNotFound(f"{resource.singular} '{key}' does not exist")
     current = container[position]
-    if if_match is not None and if_match.strip() not in (
-        "*",
-        entry_etag(_masked(resource, current)),
-    ):
+    if not matches(if_match, entry_etag(_masked(resource, current))):
         raise VersionMismatch(
             f"{resource.singular} '{key}' changed since you read it (If-Match does not match); "
             "read it again and re-apply your change"

@@ -96,22 +96,33 @@ class Document:
         if not isinstance(root, CommentedMap):
             raise ValueError("the config must be a mapping of sections")
         self.root: CommentedMap = root
-        self._baseline = self._dump(self._yaml.load(text)) if text.strip() else ""
+        # ruamel's rendering of the file as it is, taken before any edit.
+        self._baseline = self._dump(root) if text.strip() else ""
 
     def text(self) -> str:
+        return self.render()[0]
+
+    def render(self) -> tuple[str, Any]:
+        """The edited file's text and its plain data: the text is read back (once) to make
+        sure it means what was edited, so the caller need not parse it again."""
         edited = self._dump(self.root)
+        expected = plain(self.root)
+        if self.original.strip():
+            patched = patch_layout(self.original, self._baseline, edited)
+            if patched != edited:
+                data = _parsed_or_none(patched)
+                if data is not None and _same(data, expected):
+                    return patched, data
         try:
             reread = parse(edited)
         except YAMLError as error:
             raise NotRepresentable(f"the change cannot be written as YAML: {error}") from error
-        if not _same(reread, plain(self.root)):
+        if not _same(reread, expected):
             raise NotRepresentable(
                 "the change cannot be written as YAML: it would not read back as sent "
                 "(a string holds characters YAML changes when it reads them)"
             )
-        if not self.original.strip():
-            return edited
-        return keep_layout(self.original, self._baseline, edited)
+        return edited, reread
 
     def _dump(self, root: CommentedMap) -> str:
         out = io.StringIO()
@@ -120,11 +131,19 @@ class Document:
 
 
 def keep_layout(original: str, baseline: str, edited: str) -> str:
+    """``patch_layout``, or ``edited`` when the patched text would not mean the same."""
+    text = patch_layout(original, baseline, edited)
+    data = _parsed_or_none(text)
+    return text if data is not None and _same(data, parse(edited)) else edited
+
+
+def patch_layout(original: str, baseline: str, edited: str) -> str:
     """Apply the change from ``baseline`` to ``edited`` (two ruamel dumps) to ``original``.
 
     ``baseline`` is ruamel's rendering of the unchanged file: where it has as many lines
     as the original, line i of one is line i of the other, so unchanged lines can be
-    taken from the original byte for byte.
+    taken from the original byte for byte. The result may not mean the same as
+    ``edited`` (callers check).
     """
     original_lines = original.splitlines(keepends=True)
     baseline_lines = baseline.splitlines(keepends=True)
@@ -135,12 +154,14 @@ def keep_layout(original: str, baseline: str, edited: str) -> str:
     patched: list[str] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         patched.extend(original_lines[i1:i2] if tag == "equal" else edited_lines[j1:j2])
-    text = "".join(patched)
+    return "".join(patched)
+
+
+def _parsed_or_none(text: str) -> Any:
     try:
-        same = _same(parse(text), parse(edited))
+        return parse(text)
     except Exception:
-        same = False
-    return text if same else edited
+        return None
 
 
 def plain(node: Any) -> Any:

@@ -602,6 +602,24 @@ def test_config_put_with_stale_if_match_is_412_and_changes_nothing(
     assert server.config_path.read_bytes() == before
 
 
+def test_if_match_list_matches_when_any_tag_is_current(admin: httpx.Client) -> None:
+    etag = admin.get("/config").headers["ETag"]
+    entry_etag = admin.get("/agents/gemini-assistant").headers["ETag"]
+    body = admin.get("/agents/gemini-assistant").json()
+
+    stale = admin.put("/config", content=ORIGINAL, headers={**YAML_BODY, "If-Match": '"a", "b"'})
+    whole = admin.put(
+        "/config", content=ORIGINAL, headers={**YAML_BODY, "If-Match": f'"stale", {etag}'}
+    )
+    item = admin.put(
+        "/agents/gemini-assistant", json=body, headers={"If-Match": f'"stale",{entry_etag}'}
+    )
+
+    assert stale.status_code == 412
+    assert whole.status_code == 204
+    assert item.status_code == 200, item.text
+
+
 def test_config_put_rejected_by_validation_is_422_verbatim_and_byte_identical(
     admin: httpx.Client, server: GatewayServer
 ) -> None:
