@@ -8,6 +8,7 @@ reload the live snapshot. A rejected write leaves the file byte for byte as it w
 
 import contextlib
 import copy
+import glob
 import json
 import os
 import re
@@ -18,7 +19,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
 from filelock import Timeout
 from ruamel.yaml.error import YAMLError
 
@@ -382,10 +382,15 @@ def _with_entry(written: Written, resource: Resource, key: str) -> Written:
 
 
 def _replace_file(path: Path, data: bytes, record: Callable[[], ConfigRevision]) -> ConfigRevision:
-    """Temp file in the same folder, fsync, rename; the revision commits only if the rename did."""
+    """Temp file in the same folder, fsync, then the revision, then the rename.
+
+    The revision commits before the rename (and is deleted if the rename fails), so a
+    ``kill -9`` at any moment leaves the file equal to a recorded revision; a temp file
+    it leaves behind is removed at the next start (``remove_stale_temp_files``).
+    """
     mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
     descriptor, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+        dir=path.parent, prefix=_temp_prefix(path), suffix=_TEMP_SUFFIX
     )
     try:
         with os.fdopen(descriptor, "wb") as handle:
@@ -393,9 +398,12 @@ def _replace_file(path: Path, data: bytes, record: Callable[[], ConfigRevision])
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
-        with transaction.atomic():
-            revision = record()
+        revision = record()
+        try:
             os.replace(temporary, path)
+        except BaseException:
+            revision.delete()
+            raise
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
@@ -406,6 +414,24 @@ def _replace_file(path: Path, data: bytes, record: Callable[[], ConfigRevision])
     finally:
         os.close(directory)
     return revision
+
+
+_TEMP_SUFFIX = ".tmp"
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def remove_stale_temp_files(path: Path) -> list[Path]:
+    """Remove the temp files a writer killed mid-write left beside ``path`` (under the
+    write lock, so no live writer's file goes); the removed paths."""
+    with _locked(path):
+        stale = list(path.parent.glob(f"{glob.escape(_temp_prefix(path))}*{_TEMP_SUFFIX}"))
+        for leftover in stale:
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+    return stale
 
 
 def _document(text: str) -> Document:
