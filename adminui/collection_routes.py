@@ -103,7 +103,7 @@ def collection_router(
 
     @router.post(
         "",
-        response={201: schema, **errors(409, 422)},
+        response={201: schema, **errors(409, 422, 503)},
         operation_id=f"create_{section}",
         url_name=f"{section}_create",
         summary=f"Create a {singular}",
@@ -180,7 +180,7 @@ def collection_router(
 
     @router.put(
         item_path,
-        response={200: schema, **errors(404, 412, 422)},
+        response={200: schema, **errors(404, 412, 422, 503)},
         operation_id=f"update_{section}",
         url_name=f"{section}_update",
         summary=f"Replace a {singular}",
@@ -206,7 +206,7 @@ def collection_router(
 
     @router.delete(
         item_path,
-        response={204: None, **errors(404, 412, 422)},
+        response={204: None, **errors(404, 412, 422, 503)},
         operation_id=f"delete_{section}",
         url_name=f"{section}_delete",
         summary=f"Delete a {singular}",

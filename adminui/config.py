@@ -59,7 +59,7 @@ def read_config(request: AdminRequest) -> HttpResponse:
 
 @router.put(
     "/config",
-    response={204: None, **errors(412, 422)},
+    response={204: None, **errors(412, 422, 503)},
     operation_id="replace_config",
     url_name="config_replace",
     summary="Replace the config file (YAML text kept as sent; JSON merged into the file)",

@@ -16,7 +16,14 @@ from django.http import (
 from adminui.context import AdminRequest
 from adminui.negotiation import is_html, json_response, render
 from agents.loader import ConfigError
-from agents.store import EntryNotFound, InvalidChange, NameTaken, StoreError, VersionMismatch
+from agents.store import (
+    Busy,
+    EntryNotFound,
+    InvalidChange,
+    NameTaken,
+    StoreError,
+    VersionMismatch,
+)
 from core.asyncmiddleware import AsyncMiddleware
 
 _TYPES = {
@@ -28,6 +35,7 @@ _TYPES = {
     409: "conflict_error",
     412: "precondition_failed",
     422: "validation_error",
+    503: "service_unavailable",
 }
 # What each refusal of the config store answers: (status, code).
 _STORE_REFUSALS: dict[type[StoreError], tuple[int, str]] = {
@@ -35,7 +43,10 @@ _STORE_REFUSALS: dict[type[StoreError], tuple[int, str]] = {
     EntryNotFound: (404, "not_found"),
     NameTaken: (409, "name_taken"),
     VersionMismatch: (412, "etag_mismatch"),
+    Busy: (503, "config_busy"),
 }
+# Headers of the refusals that have some (a lock held too long: retry in a second).
+_STORE_HEADERS: dict[type[StoreError], dict[str, str]] = {Busy: {"Retry-After": "1"}}
 # Django's own answers (no route, no such method, an unhandled exception): (message, code).
 _DJANGO_ERRORS: dict[int, tuple[str, str]] = {
     404: ("nothing at {path}", "not_found"),
@@ -48,12 +59,20 @@ _DJANGO_RESPONSES = (HttpResponseNotFound, HttpResponseNotAllowed, HttpResponseS
 class AdminError(Exception):
     """An admin request that cannot be served: its status, code and message."""
 
-    def __init__(self, status: int, message: str, code: str, problems: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str,
+        problems: Sequence[str] = (),
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code
         self.problems = list(problems)
+        self.headers = headers or {}
 
 
 def refusal(error: StoreError | ConfigError) -> AdminError:
@@ -61,13 +80,14 @@ def refusal(error: StoreError | ConfigError) -> AdminError:
     if isinstance(error, ConfigError):
         return AdminError(422, str(error), "invalid_config", error.problems)
     status, code = _STORE_REFUSALS[type(error)]
-    return AdminError(status, error.message, code)
+    return AdminError(status, error.message, code, headers=_STORE_HEADERS.get(type(error)))
 
 
 def error_response(request: AdminRequest, error: AdminError) -> HttpResponse:
     if is_html(request):
         context = {"status": error.status, "message": error.message, "problems": error.problems}
-        return render(request, "adminui/error.html", context, status=error.status).render()
+        page = render(request, "adminui/error.html", context, status=error.status).render()
+        return _with_headers(page, error)
     body = {
         "error": {
             "type": _TYPES.get(error.status, "api_error"),
@@ -77,7 +97,13 @@ def error_response(request: AdminRequest, error: AdminError) -> HttpResponse:
             "problems": error.problems,
         }
     }
-    return json_response(body, status=error.status)
+    return _with_headers(json_response(body, status=error.status), error)
+
+
+def _with_headers(response: HttpResponse, error: AdminError) -> HttpResponse:
+    for name, value in error.headers.items():
+        response[name] = value
+    return response
 
 
 def is_admin_path(path: str) -> bool:

@@ -49,7 +49,10 @@ def submit(
     except (StoreError, ConfigError) as error:
         refused = refusal(error)
         form.show_problems(refused.problems or [refused.message])
-        return page(form, refused.status)
+        shown = page(form, refused.status)
+        for name, value in refused.headers.items():
+            shown[name] = value
+        return shown
     return written(request, location(body))
 
 

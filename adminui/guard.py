@@ -19,7 +19,7 @@ cannot be sent cross-site without a preflight, so scripts send them without one.
 import ipaddress
 from typing import cast
 
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.http.request import split_domain_port
 from django.middleware.csrf import CsrfViewMiddleware
 
@@ -50,13 +50,22 @@ def refusal_of(request: AdminRequest) -> AdminError | None:
         if not is_loopback_host(request):
             return AdminError(403, _host_message(request), "admin_loopback_host_only")
     if needs_csrf(request) and _csrf_rejected(request):
-        return AdminError(
-            403,
-            "CSRF check failed: reload the page and submit the form again "
-            "(scripts: send JSON or YAML bodies, which need no token)",
-            "csrf_failed",
-        )
+        return _CSRF_FAILED
     return None
+
+
+_CSRF_FAILED = AdminError(
+    403,
+    "CSRF check failed: the form's security token is missing or no longer valid (it expires "
+    "with the csrftoken cookie), or the form was sent from another site. Reload the page and "
+    "submit the form again (scripts: send JSON or YAML bodies, which need no token).",
+    "csrf_failed",
+)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """Django's CSRF failure view (``CSRF_FAILURE_VIEW``): the admin's own 403 page."""
+    return error_response(cast(AdminRequest, request), _CSRF_FAILED)
 
 
 def is_loopback(request: HttpRequest) -> bool:
@@ -103,14 +112,14 @@ def _host_message(request: AdminRequest) -> str:
         "answers only requests addressed to localhost, 127.0.0.1 or [::1] (DNS-rebinding "
         "protection: a web page whose name was pointed at this machine must not reach the "
         "admin). Open the admin as http://localhost:<port>/admin, or configure auth.admin in "
-        f"{request.runtime.holder.path} to use another host name."
+        "the gateway's config file to use another host name."
     )
 
 
 def _remote_message(request: AdminRequest) -> str:
     return (
         "The admin answers only clients on this machine (loopback) because auth.admin is "
-        f"not configured. To use it from elsewhere, add to {request.runtime.holder.path}:\n"
+        "not configured. To use it from elsewhere, add to the gateway's config file:\n"
         "auth:\n  admin:\n    basic: {username: admin, password: <a password hash from "
         "`python manage.py hash_password`>}\n"
         "(or oidc: {issuer_url: <your identity provider>, client_id: <its client id for the "

@@ -53,7 +53,7 @@ def read_revision(request: AdminRequest, revision_id: int) -> Any:
 
 @router.post(
     "/revisions/{revision_id}/restore",
-    response={200: RevisionOut, **errors(404, 422)},
+    response={200: RevisionOut, **errors(404, 422, 503)},
     operation_id="restore_revision",
     url_name="revision_restore",
     summary="Write that revision's text back through the validated write pipeline",

@@ -19,6 +19,7 @@ from adminui.pages import page_context
 HTML = "text/html"
 JSON = "application/json"
 FORM_TYPES = frozenset({"application/x-www-form-urlencoded"})
+BROWSER_FORM_TYPES = frozenset({"multipart/form-data", "text/plain"})
 
 
 class Representation(Enum):
@@ -30,7 +31,7 @@ class Representation(Enum):
 def representation(request: AdminRequest) -> Representation:
     if request.htmx:
         return Representation.FRAGMENT
-    if request.method in ("GET", "HEAD") or is_form(request):
+    if request.method in ("GET", "HEAD") or is_form(request) or _from_a_browser_form(request):
         preferred = request.get_preferred_type([HTML, JSON])
         return Representation.JSON if preferred == JSON else Representation.PAGE
     return Representation.JSON
@@ -42,6 +43,12 @@ def is_html(request: AdminRequest) -> bool:
 
 def is_form(request: AdminRequest) -> bool:
     return request.content_type in FORM_TYPES
+
+
+def _from_a_browser_form(request: AdminRequest) -> bool:
+    """The other bodies an HTML form can send (the admin's forms do not): answered like
+    forms, so a browser shows why such a request was refused."""
+    return request.content_type in BROWSER_FORM_TYPES
 
 
 def respond(

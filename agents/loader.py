@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 from ruamel.yaml.error import YAMLError
 
+from agents import masking
 from agents.schema import Config
 from agents.validation import cross_validate
 from agents.yamldoc import describe_yaml_error, parse
@@ -54,11 +55,19 @@ def load_config_data(data: Any) -> Config:
     except ValidationError as error:
         problems += [_describe(item) for item in error.errors()]
         problems += _rules_of_well_typed_entries(expanded, error)
-        raise ConfigError(problems) from error
+        raise ConfigError(_without_secrets(problems, data, expanded)) from error
     problems += cross_validate(config)
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(_without_secrets(problems, data, expanded))
     return config
+
+
+def _without_secrets(problems: list[str], *configs: dict[str, Any]) -> list[str]:
+    """``problems`` with every secret value of the config (as written or expanded) masked."""
+    hidden: dict[str, str] = {}
+    for config in configs:
+        hidden.update(masking.secrets(config))
+    return masking.redact_all(problems, hidden)
 
 
 def _rules_of_well_typed_entries(data: dict[str, Any], error: ValidationError) -> list[str]:

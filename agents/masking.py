@@ -1,13 +1,19 @@
-"""Secrets never leave the server once written: reads show ``sk-…abcd``.
+"""Secrets never leave the server once written (DESIGN section 5).
 
-``${ENV}`` references are shown as written (they are not secrets). A write that sends a
-masked value back keeps the stored secret.
+Reads show an API key as ``sk-…abcd`` (first 3 and last 4 characters, only when it is at
+least 20 characters long, else ``********``) and a password or client secret always as
+``********``; ``${ENV}`` references are shown as written (they are not secrets). A write
+that sends back the mask of the stored secret keeps the stored secret; one that sends a
+value that looks like a mask but is not the stored secret's mask is refused, since the
+mask would otherwise be written into the file.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 MARK = "…"
+HIDDEN = "********"
+_SHOWN_KEY_LENGTH = 20
 # Where secrets live, as paths of keys; "*" stands for any key of a map.
 SECRET_PATHS = (
     ("providers", "*", "api_key"),
@@ -16,18 +22,39 @@ SECRET_PATHS = (
 )
 
 
-def mask(value: Any) -> Any:
+class ForeignMask(ValueError):
+    """A write sent a masked value that is not the mask of the stored secret."""
+
+    def __init__(self, path: tuple[str, ...]) -> None:
+        self.problem = (
+            f"{'.'.join(path)}: looks like a masked secret but is not the mask of the stored "
+            "one (send the real secret, or the mask exactly as the admin shows it now)"
+        )
+        super().__init__(self.problem)
+
+
+def mask(value: Any, key: str = "api_key") -> Any:
+    """How reads show the secret ``value`` stored under ``key``."""
     if not isinstance(value, str) or not value or "${" in value:
         return value
-    if len(value) < 12:
-        return MARK
-    return f"{value[:3]}{MARK}{value[-4:]}"
+    if key == "api_key" and len(value) >= _SHOWN_KEY_LENGTH:
+        return f"{value[:3]}{MARK}{value[-4:]}"
+    return HIDDEN
 
 
-def keep_secret(sent: Any, stored: Any) -> Any:
-    """The stored secret when ``sent`` is its masked form, else what was sent."""
-    if isinstance(stored, str) and stored and sent == mask(stored) and sent != stored:
+def looks_masked(value: Any) -> bool:
+    return isinstance(value, str) and (MARK in value or HIDDEN in value)
+
+
+def keep_secret(sent: Any, stored: Any, path: tuple[str, ...]) -> Any:
+    """The stored secret when ``sent`` is its mask, else what was sent (unless it is a
+    mask of something else: ``ForeignMask``)."""
+    if sent == stored:
+        return sent
+    if isinstance(stored, str) and stored and sent == mask(stored, path[-1]):
         return stored
+    if looks_masked(sent):
+        raise ForeignMask(path)
     return sent
 
 
@@ -51,16 +78,44 @@ def _walk(node: Any, pattern: tuple[str, ...], path: tuple[str, ...]):
             yield (*path, key), node, key
 
 
+def secrets(data: Any) -> dict[str, str]:
+    """Every secret value of a config and its mask (``${ENV}`` references left out)."""
+    found = {}
+    for _, mapping, key in secret_slots(data):
+        value = mapping[key]
+        if value and mask(value, key) != value:
+            found[value] = mask(value, key)
+    return found
+
+
+def redact(text: str, hidden: dict[str, str]) -> str:
+    """``text`` with every secret of ``hidden`` (value: mask) replaced by its mask (but
+    those under 4 characters, which would garble the text more than they could reveal)."""
+    for value in sorted(hidden, key=len, reverse=True):
+        if len(value) >= 4:
+            text = text.replace(value, hidden[value])
+    return text
+
+
+def redact_all(texts: Iterable[str], hidden: dict[str, str]) -> list[str]:
+    return [redact(text, hidden) for text in texts]
+
+
 def mask_config(data: Any) -> None:
     """Mask every secret of a config in place."""
     for _, mapping, key in list(secret_slots(data)):
-        mapping[key] = mask(mapping[key])
+        mapping[key] = mask(mapping[key], key)
 
 
-def keep_config_secrets(data: Any, stored: Any) -> None:
-    """Put back, in place, the stored secrets that ``data`` sends masked."""
+def keep_config_secrets(
+    data: Any, stored: Any, assign: Callable[[dict, str, str], None] = dict.__setitem__
+) -> None:
+    """Put back, in place (with ``assign``), the stored secrets that ``data`` sends masked;
+    ``ForeignMask`` if it sends a mask of something else."""
     for path, mapping, key in list(secret_slots(data)):
-        mapping[key] = keep_secret(mapping[key], _lookup(stored, path))
+        value = keep_secret(mapping[key], _lookup(stored, path), path)
+        if value is not mapping[key]:
+            assign(mapping, key, value)
 
 
 def _lookup(data: Any, path: tuple[str, ...]) -> Any:

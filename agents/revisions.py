@@ -8,16 +8,17 @@ an admin write (of this process or another) for a hand edit.
 
 import difflib
 import logging
+import re
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError, close_old_connections, connection
 from filelock import FileLock, Timeout
 
 from agents import masking
 from agents.snapshot import ConfigHolder, Snapshot, file_etag
-from agents.yamldoc import Document
+from agents.yamldoc import Document, parse
 
 if TYPE_CHECKING:
     from agents.models import ConfigRevision
@@ -35,22 +36,65 @@ def file_lock(path: Path, timeout: float = 10) -> FileLock:
     return FileLock(path.with_name(path.name + ".lock"), timeout=timeout)
 
 
-def record(text: str, author: str) -> "ConfigRevision":
+def record(text: str, author: str, parsed: dict[str, Any] | None = None) -> "ConfigRevision":
+    """Record ``text`` as the newest revision; ``parsed`` maps texts already parsed to
+    their data, so the diff need not parse them again."""
     from agents.models import ConfigRevision
 
     latest = ConfigRevision.objects.order_by("-id").first()
     return ConfigRevision.objects.create(
         author=author[:255],
         text=text,
-        diff=masked_diff(latest.text if latest else "", text),
+        diff=masked_diff(latest.text if latest else "", text, parsed),
         etag=file_etag(text.encode()),
     )
 
 
-def masked_diff(before: str, after: str) -> str:
+# Secrets the quick diff can mask: characters no YAML style escapes or folds, so each
+# occurrence in the text is the value itself.
+_PLAIN_SECRET = re.compile(r"[A-Za-z0-9._~+/=:@%-]{6,}")
+
+
+def masked_diff(before: str, after: str, parsed: dict[str, Any] | None = None) -> str:
+    """Unified diff of two versions of the file, secrets masked.
+
+    Quick way (no YAML parsing beyond ``parsed``): diff the texts, then replace every
+    secret of either version by its mask, when each secret is written as itself. Else
+    diff the two versions masked through their round-trip documents.
+    """
+    hidden = _plain_secrets(before, after, parsed or {})
+    if hidden is None:
+        return _unified(masked_text(before), masked_text(after))
+    return masking.redact(_unified(before, after), hidden)
+
+
+def _plain_secrets(before: str, after: str, parsed: dict[str, Any]) -> dict[str, str] | None:
+    """Every secret of both texts and its mask, or None if one is not written as itself."""
+    hidden: dict[str, str] = {}
+    for text in (before, after):
+        if not text.strip():
+            continue
+        data = parsed[text] if text in parsed else _data(text)
+        if not isinstance(data, dict):
+            return None
+        secrets = masking.secrets(data)
+        if not all(_PLAIN_SECRET.fullmatch(value) and value in text for value in secrets):
+            return None
+        hidden |= secrets
+    return hidden
+
+
+def _data(text: str) -> Any:
+    try:
+        return parse(text)
+    except Exception:
+        return None
+
+
+def _unified(before: str, after: str) -> str:
     lines = difflib.unified_diff(
-        masked_text(before).splitlines(keepends=True),
-        masked_text(after).splitlines(keepends=True),
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
         fromfile="before",
         tofile="after",
     )

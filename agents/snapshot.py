@@ -65,12 +65,23 @@ class ConfigHolder:
             config = load_config_text(text)
         except ConfigError as error:
             return self._reject(error.problems)
+        self._install(text, config)
+        return True
+
+    def apply(self, text: str, config: Config) -> None:
+        """Make ``config``, just validated from ``text`` by an admin write, the live one
+        (without reading and parsing the file it wrote again)."""
+        with self._lock:
+            current = self.snapshot
+            if current is None or current.text != text or self.problems:
+                self._install(text, config)
+
+    def _install(self, text: str, config: Config) -> None:
         self.snapshot = Snapshot(config=config, text=text)
         self.problems = []
         if self.on_change is not None:
             self.on_change(self.snapshot)
         log_event(logger, "config_loaded", path=str(self.path), agents=len(config.agents))
-        return True
 
     def _reject(self, problems: list[str]) -> bool:
         if problems != self.problems:

@@ -8,33 +8,36 @@ reload the live snapshot. A rejected write leaves the file byte for byte as it w
 
 import contextlib
 import copy
+import glob
 import json
 import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from filelock import Timeout
 from ruamel.yaml.error import YAMLError
 
 from agents import masking, revisions
 from agents.loader import ConfigError, load_config_data, load_config_text, parse_yaml
 from agents.models import ConfigRevision
 from agents.resources import Resource
-from agents.schema import Config
 from agents.snapshot import ConfigHolder, file_etag
 from agents.yamldoc import (
     Document,
     NotRepresentable,
     append_entry,
+    describe_yaml_error,
     merge,
     parse,
+    plain,
     remove_entry,
     replace_entry,
+    set_unstyled,
 )
 
 
@@ -60,6 +63,13 @@ class NameTaken(StoreError):
 
 class VersionMismatch(StoreError):
     """``If-Match`` names a version of the file or entry that is not the current one."""
+
+
+class Busy(StoreError):
+    """Another writer held the file lock for longer than ``LOCK_WAIT``: retry shortly."""
+
+
+LOCK_WAIT = 5.0
 
 
 @dataclass(frozen=True)
@@ -202,8 +212,6 @@ def replace_item(
         for name, value in current.items():  # fields this version does not know survive
             if name not in resource.known_fields() and name not in target:
                 target[name] = value
-        if "api_key" in target:
-            target["api_key"] = masking.keep_secret(target["api_key"], current.get("api_key"))
         replace_entry(container, position, target)
 
     return _with_entry(_write(holder, author, edit), resource, key)
@@ -227,25 +235,27 @@ def replace_config(
     data: dict[str, Any] | None = None,
     if_match: str | None = None,
 ) -> Written:
-    """Replace the whole file by YAML ``text`` (kept as sent) or by ``data`` (merged into it)."""
+    """Replace the whole file by YAML ``text`` (kept as sent), or the top-level sections
+    ``data`` names (merged into the file; a section sent as ``null`` is removed)."""
 
     _check_storable(data)
 
-    def replacement(raw: bytes) -> str:
+    def replacement(raw: bytes) -> Change:
         # The file as GET /admin/config shows it, even when it is not UTF-8 text: the
         # secrets it masked can be restored, and the file replaced.
         original = raw.decode("utf-8", errors="replace")
-        stored = _parse_or_empty(original)
         if text is not None:
-            return _with_stored_secrets(text, stored)
+            stored = _parse_or_empty(original)
+            return Change(*_with_stored_secrets(text, stored), before=(original, stored))
         document = _document(original)
+        stored = plain(document.root)
         sent = json.loads(json.dumps(data))
         masking.keep_config_secrets(sent, stored)
-        for section in document.root:  # sections this version does not know survive
-            if section not in Config.model_fields and section not in sent:
-                sent[section] = document.root[section]
-        merge(document.root, sent)
-        return document.text()
+        kept = {section: value for section, value in document.root.items() if section not in sent}
+        merge(
+            document.root, kept | {key: value for key, value in sent.items() if value is not None}
+        )
+        return Change(*document.render(), before=(original, stored))
 
     return _write_text(holder, author, replacement, if_match)
 
@@ -255,7 +265,10 @@ def restore_revision(holder: ConfigHolder, revision_id: int, author: str) -> Wri
     if revision is None:
         raise EntryNotFound(f"revision {revision_id} does not exist")
     return _write_text(
-        holder, f"{author} (restored revision {revision_id})", lambda _: revision.text, None
+        holder,
+        f"{author} (restored revision {revision_id})",
+        lambda _: Change(revision.text, parse_yaml(revision.text)),
+        None,
     )
 
 
@@ -284,42 +297,83 @@ def _check_storable(value: Any, path: str = "") -> None:
 # ---- the pipeline -----------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Change:
+    """What a write makes of the file: its new text and data (parsed once), and the text
+    and data it had before when the change parsed them (the revision's diff needs both)."""
+
+    text: str
+    data: Any
+    before: tuple[str, Any] | None = None
+
+
 def _write(holder: ConfigHolder, author: str, edit: Callable[[Document], None]) -> Written:
-    def apply(raw: bytes) -> str:
-        document = _document(_file_text(raw))
+    def apply(raw: bytes) -> Change:
+        original = _file_text(raw)
+        document = _document(original)
+        stored = plain(document.root)
         edit(document)
-        return document.text()
+        masking.keep_config_secrets(document.root, stored, _restore_secret)
+        return Change(*document.render(), before=(original, stored))
 
     return _write_text(holder, author, apply, None)
 
 
 def _write_text(
-    holder: ConfigHolder, author: str, change: Callable[[bytes], str], if_match: str | None
+    holder: ConfigHolder, author: str, change: Callable[[bytes], Change], if_match: str | None
 ) -> Written:
     """Write what ``change`` makes of the bytes on disk, through the whole pipeline."""
     path = holder.path
-    with revisions.file_lock(path):
+    with _locked(path):
         raw = _read_bytes(path)
-        if if_match is not None and if_match.strip() != "*" and if_match.strip() != file_etag(raw):
+        if not matches(if_match, file_etag(raw)):
             raise VersionMismatch(
                 "the config file changed since you read it (If-Match does not match its ETag); "
                 "read it again and re-apply your change"
             )
         try:
-            text = change(raw)
+            changed = change(raw)
         except NotRepresentable as error:
             raise InvalidChange(str(error)) from error
+        except masking.ForeignMask as error:
+            raise ConfigError([error.problem]) from error
         try:
-            encoded = text.encode("utf-8")
+            encoded = changed.text.encode("utf-8")
         except UnicodeEncodeError as error:
             raise InvalidChange(f"the body contains text that cannot be stored: {error}") from error
-        data = parse_yaml(text)
-        load_config_data(data)  # raises ConfigError: nothing has been written
+        config = load_config_data(changed.data)  # raises ConfigError: nothing has been written
         revision = None
         if encoded != raw:
-            revision = _replace_file(path, encoded, lambda: revisions.record(text, author))
-    holder.reload()
-    return Written(etag=file_etag(encoded), data=data, revision=revision)
+            parsed = dict([changed.before] if changed.before else []) | {changed.text: changed.data}
+            revision = _replace_file(
+                path, encoded, lambda: revisions.record(changed.text, author, parsed)
+            )
+        holder.apply(changed.text, config)
+    return Written(etag=file_etag(encoded), data=changed.data, revision=revision)
+
+
+def matches(if_match: str | None, etag: str) -> bool:
+    """Whether an ``If-Match`` header (absent, ``*`` or a list of tags) matches ``etag``."""
+    if if_match is None:
+        return True
+    tags = {tag.strip() for tag in if_match.split(",")}
+    return "*" in tags or etag in tags
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """The config's write lock, or ``Busy`` after waiting ``LOCK_WAIT`` seconds for it."""
+    lock = revisions.file_lock(path, timeout=LOCK_WAIT)
+    try:
+        lock.acquire()
+    except Timeout as error:
+        raise Busy(
+            f"another write has held the config file for over {LOCK_WAIT:g} s; retry shortly"
+        ) from error
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _with_entry(written: Written, resource: Resource, key: str) -> Written:
@@ -328,10 +382,15 @@ def _with_entry(written: Written, resource: Resource, key: str) -> Written:
 
 
 def _replace_file(path: Path, data: bytes, record: Callable[[], ConfigRevision]) -> ConfigRevision:
-    """Temp file in the same folder, fsync, rename; the revision commits only if the rename did."""
+    """Temp file in the same folder, fsync, then the revision, then the rename.
+
+    The revision commits before the rename (and is deleted if the rename fails), so a
+    ``kill -9`` at any moment leaves the file equal to a recorded revision; a temp file
+    it leaves behind is removed at the next start (``remove_stale_temp_files``).
+    """
     mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
     descriptor, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+        dir=path.parent, prefix=_temp_prefix(path), suffix=_TEMP_SUFFIX
     )
     try:
         with os.fdopen(descriptor, "wb") as handle:
@@ -339,9 +398,12 @@ def _replace_file(path: Path, data: bytes, record: Callable[[], ConfigRevision])
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
-        with transaction.atomic():
-            revision = record()
+        revision = record()
+        try:
             os.replace(temporary, path)
+        except BaseException:
+            revision.delete()
+            raise
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
@@ -354,13 +416,31 @@ def _replace_file(path: Path, data: bytes, record: Callable[[], ConfigRevision])
     return revision
 
 
+_TEMP_SUFFIX = ".tmp"
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def remove_stale_temp_files(path: Path) -> list[Path]:
+    """Remove the temp files a writer killed mid-write left beside ``path`` (under the
+    write lock, so no live writer's file goes); the removed paths."""
+    with _locked(path):
+        stale = list(path.parent.glob(f"{glob.escape(_temp_prefix(path))}*{_TEMP_SUFFIX}"))
+        for leftover in stale:
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+    return stale
+
+
 def _document(text: str) -> Document:
     try:
         return Document(text)
     except ValueError as error:
         raise ConfigError([f"(file): {error}"]) from error
-    except Exception as error:
-        raise ConfigError([f"(file): not valid YAML: {error}"]) from error
+    except YAMLError as error:
+        raise ConfigError([f"(file): not valid YAML: {describe_yaml_error(error)}"]) from error
 
 
 def _file_text(raw: bytes) -> str:
@@ -389,19 +469,26 @@ def _parse_or_empty(text: str) -> Any:
         return {}
 
 
-def _with_stored_secrets(text: str, stored: Any) -> str:
-    """``text`` as sent, except masked secrets sent back, which get their stored value."""
-    try:
-        sent = parse(text)
-    except Exception as error:
-        raise ConfigError([f"(file): not valid YAML: {error}"]) from error
+def _with_stored_secrets(text: str, stored: Any) -> tuple[str, Any]:
+    """(``text`` as sent, except masked secrets sent back, which get their stored value;
+    its data)."""
+    sent = parse_yaml(text)
     restored = copy.deepcopy(sent)
     masking.keep_config_secrets(restored, stored)
     if restored == sent:
-        return text
+        return text, sent
     document = Document(text)
-    masking.keep_config_secrets(document.root, stored)
-    return document.text()
+    masking.keep_config_secrets(document.root, stored, _restore_secret)
+    return document.render()
+
+
+def _restore_secret(mapping: dict, key: str, value: str) -> None:
+    """The mask ``'********'`` is quoted only because a plain scalar cannot start with ``*``:
+    the secret it stands for goes back in the style the dumper picks."""
+    if mapping[key] == masking.HIDDEN:
+        set_unstyled(mapping, key, value)
+    else:
+        mapping[key] = value
 
 
 def _section_keys(root: dict, section: str) -> set[str]:
@@ -446,10 +533,7 @@ def _locate(
     if position is None:
         raise EntryNotFound(f"{resource.singular} '{key}' does not exist")
     current = container[position]
-    if if_match is not None and if_match.strip() not in (
-        "*",
-        entry_etag(_masked(resource, current)),
-    ):
+    if not matches(if_match, entry_etag(_masked(resource, current))):
         raise VersionMismatch(
             f"{resource.singular} '{key}' changed since you read it (If-Match does not match); "
             "read it again and re-apply your change"
@@ -458,7 +542,7 @@ def _locate(
 
 
 def _masked(resource: Resource, item: dict[str, Any]) -> dict[str, Any]:
-    plain = json.loads(json.dumps(item, default=str))
-    if "api_key" in plain and resource.section == "providers":
-        plain["api_key"] = masking.mask(plain["api_key"])
-    return plain
+    shown = json.loads(json.dumps(item, default=str))
+    if "api_key" in shown and resource.section == "providers":
+        shown["api_key"] = masking.mask(shown["api_key"], "api_key")
+    return shown

@@ -5,6 +5,7 @@ so the admin, ``check_config`` and the reload log all say the same thing.
 """
 
 import math
+import re
 from collections.abc import Iterator
 
 from agents.schema import PROVIDER_KINDS, AuthScope, Config, ExperimentConfig
@@ -33,6 +34,14 @@ def _check_sections(config: Config) -> Iterator[str]:
         yield "default_user_id: must not be blank (remove it to require safety_identifier)"
 
 
+# Every name is a path segment of its admin URL, so it needs no escaping to be reachable.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}")
+_NAME_RULE = (
+    "names are 1 to 64 letters, digits, '.', '_', ':', '@' or '-', starting with a letter "
+    "or a digit"
+)
+
+
 def _check_names(config: Config) -> Iterator[str]:
     for section, items in (
         ("agents", config.agents),
@@ -43,9 +52,14 @@ def _check_names(config: Config) -> Iterator[str]:
         for index, item in enumerate(items):
             if not item.name.strip():
                 yield f"{section}[{index}].name: must not be blank"
+            elif not NAME_PATTERN.fullmatch(item.name):
+                yield f"{section}[{index}].name: {item.name!r} is not a valid name ({_NAME_RULE})"
             elif item.name in seen:
                 yield f"{section}[{index}].name: duplicate name '{item.name}'"
             seen.add(item.name)
+    for name in config.mcp:
+        if not NAME_PATTERN.fullmatch(name):
+            yield f"mcp.{name}: {name!r} is not a valid name ({_NAME_RULE})"
     agent_names = {agent.name for agent in config.agents}
     for index, experiment in enumerate(config.experiments):
         if experiment.name in agent_names:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.compat import ordereddict
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.scalarbool import ScalarBoolean
 from ruamel.yaml.scalarstring import (
@@ -30,7 +31,7 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
-from agents import yamlcomments
+from agents import masking, yamlcomments
 
 Node = CommentedMap | CommentedSeq
 
@@ -41,13 +42,17 @@ def parse(text: str) -> Any:
 
 
 _QUOTED_VALUES = re.compile(r' with value ".*?"( \(original value: ".*?"\))?')
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+# The rest of a line after a key that holds a secret, in block or flow style.
+_SECRET_LINE = re.compile(r"\b(?:api_key|password|client_secret)['\"]?\s*:(.*)$", re.MULTILINE)
 
 
 def describe_yaml_error(error: YAMLError) -> str:
     """Where and why YAML text does not parse, on one line.
 
     The parser's own message quotes the offending line (which may hold a secret) under
-    a caret, with the noise of its input name; this keeps only position and reason.
+    a caret, with the noise of its input name; this keeps only position and reason, and
+    masks what it quotes from a line that holds a secret (an alias or tag name there).
     """
     if not isinstance(error, MarkedYAMLError):
         return str(error).splitlines()[0] if str(error) else type(error).__name__
@@ -57,7 +62,21 @@ def describe_yaml_error(error: YAMLError) -> str:
     context = ""
     if error.context and error.problem and error.context_mark is not None:
         context = f" ({error.context} started on line {error.context_mark.line + 1})"
-    return f"{where}{problem}{context}"
+    return _without_secrets(f"{where}{problem}{context}", getattr(mark, "buffer", None))
+
+
+def _without_secrets(description: str, text: str | None) -> str:
+    if not text:
+        return description
+    secret_lines = [match.group(1) for match in _SECRET_LINE.finditer(text)]
+
+    def masked(match: re.Match[str]) -> str:
+        quoted = match.group(1) if match.group(1) is not None else match.group(2)
+        if len(quoted) > 1 and any(quoted in line for line in secret_lines):
+            return f"'{masking.HIDDEN}'"
+        return match.group()
+
+    return _QUOTED.sub(masked, description)
 
 
 class NotRepresentable(ValueError):
@@ -77,22 +96,33 @@ class Document:
         if not isinstance(root, CommentedMap):
             raise ValueError("the config must be a mapping of sections")
         self.root: CommentedMap = root
-        self._baseline = self._dump(self._yaml.load(text)) if text.strip() else ""
+        # ruamel's rendering of the file as it is, taken before any edit.
+        self._baseline = self._dump(root) if text.strip() else ""
 
     def text(self) -> str:
+        return self.render()[0]
+
+    def render(self) -> tuple[str, Any]:
+        """The edited file's text and its plain data: the text is read back (once) to make
+        sure it means what was edited, so the caller need not parse it again."""
         edited = self._dump(self.root)
+        expected = plain(self.root)
+        if self.original.strip():
+            patched = patch_layout(self.original, self._baseline, edited)
+            if patched != edited:
+                data = _parsed_or_none(patched)
+                if data is not None and _same(data, expected):
+                    return patched, data
         try:
             reread = parse(edited)
         except YAMLError as error:
             raise NotRepresentable(f"the change cannot be written as YAML: {error}") from error
-        if not _same(reread, plain(self.root)):
+        if not _same(reread, expected):
             raise NotRepresentable(
                 "the change cannot be written as YAML: it would not read back as sent "
                 "(a string holds characters YAML changes when it reads them)"
             )
-        if not self.original.strip():
-            return edited
-        return keep_layout(self.original, self._baseline, edited)
+        return edited, reread
 
     def _dump(self, root: CommentedMap) -> str:
         out = io.StringIO()
@@ -101,11 +131,19 @@ class Document:
 
 
 def keep_layout(original: str, baseline: str, edited: str) -> str:
+    """``patch_layout``, or ``edited`` when the patched text would not mean the same."""
+    text = patch_layout(original, baseline, edited)
+    data = _parsed_or_none(text)
+    return text if data is not None and _same(data, parse(edited)) else edited
+
+
+def patch_layout(original: str, baseline: str, edited: str) -> str:
     """Apply the change from ``baseline`` to ``edited`` (two ruamel dumps) to ``original``.
 
     ``baseline`` is ruamel's rendering of the unchanged file: where it has as many lines
     as the original, line i of one is line i of the other, so unchanged lines can be
-    taken from the original byte for byte.
+    taken from the original byte for byte. The result may not mean the same as
+    ``edited`` (callers check).
     """
     original_lines = original.splitlines(keepends=True)
     baseline_lines = baseline.splitlines(keepends=True)
@@ -116,12 +154,14 @@ def keep_layout(original: str, baseline: str, edited: str) -> str:
     patched: list[str] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         patched.extend(original_lines[i1:i2] if tag == "equal" else edited_lines[j1:j2])
-    text = "".join(patched)
+    return "".join(patched)
+
+
+def _parsed_or_none(text: str) -> Any:
     try:
-        same = _same(parse(text), parse(edited))
+        return parse(text)
     except Exception:
-        same = False
-    return text if same else edited
+        return None
 
 
 def plain(node: Any) -> Any:
@@ -228,6 +268,11 @@ def append_entry(
 def remove_entry(container: Node, key: Any, parent: Node | None = None, name: Any = None) -> None:
     """Delete an entry and the comment lines directly above it; keep every other comment."""
     yamlcomments.remove(container, key, parent, name)
+
+
+def set_unstyled(container: CommentedMap, key: Any, value: str) -> None:
+    """``container[key] = value`` in the style the dumper picks, not the old value's."""
+    ordereddict.__setitem__(container, key, value)
 
 
 def to_node(value: Any) -> Any:

@@ -6,14 +6,19 @@ parts on the server's event loop; request code borrows them through the request
 """
 
 import asyncio
+import logging
+from pathlib import Path
 
 from django.conf import settings
 
 from agents.revisions import RevisionRecorder
 from agents.snapshot import ConfigHolder, Snapshot
 from agents.watcher import ConfigWatcher
+from core.logformat import log_event
 from inference.engine import Engine
 from inference.status import McpServerStatus
+
+logger = logging.getLogger("gateway.config")
 
 
 class Runtime:
@@ -26,6 +31,7 @@ class Runtime:
         self._started: asyncio.Task[None] | None = None
 
     def start(self) -> None:
+        _remove_stale_temp_files(self.holder.path)
         self.recorder.start()
         self.holder.reload()
         self.watcher.start()
@@ -47,6 +53,19 @@ class Runtime:
     def _config_applied(self, snapshot: Snapshot) -> None:
         self.recorder.notify(snapshot)
         self.engine.config_applied(snapshot.config)
+
+
+def _remove_stale_temp_files(path: Path) -> None:
+    # Imported here: the store imports the models, and this module is imported by
+    # gateway.asgi before Django has loaded its apps.
+    from agents import store
+
+    try:
+        removed = store.remove_stale_temp_files(path)
+    except store.Busy:
+        return  # another process is writing: it will not leave its own file behind
+    for leftover in removed:
+        log_event(logger, "config_temp_file_removed", path=str(leftover))
 
 
 _runtime: Runtime | None = None

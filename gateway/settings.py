@@ -58,6 +58,10 @@ SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
 SESSION_COOKIE_NAME = "gateway_admin_session"
 SESSION_COOKIE_AGE = 8 * 3600
 
+# A refused form anywhere is the admin's 403 page saying why (the admin guard checks its
+# own forms first; this covers any other view Django protects).
+CSRF_FAILURE_VIEW = "adminui.guard.csrf_failure"
+
 ROOT_URLCONF = "gateway.urls"
 ASGI_APPLICATION = "gateway.asgi.application"
 

@@ -161,9 +161,21 @@ async def agent_call(
 
 
 def live_config(config: Config | None, problems: list[str]) -> Config:
+    """The live config; without one, a 503 that says so but never what the problems are
+    (they name the file's contents, secrets' places included: the log and the admin
+    show them)."""
     if config is None:
-        detail = "; ".join(problems) or "no config file loaded"
-        raise ApiError(503, f"The gateway has no valid config: {detail}", code="config_unavailable")
+        detail = (
+            f"its config file is invalid ({len(problems)} problems)"
+            if problems
+            else "no config file is loaded"
+        )
+        raise ApiError(
+            503,
+            f"The gateway cannot serve requests: {detail}. The server log and the admin "
+            "(/admin) say what to fix.",
+            code="config_unavailable",
+        )
     return config
 
 

@@ -566,6 +566,29 @@ def test_config_put_json_merges_into_the_file(admin: httpx.Client, server: Gatew
     assert text == ORIGINAL.replace("model: gemini-2.5-flash", "model: gemini-2.5-pro")
 
 
+def test_config_put_json_keeps_the_sections_it_leaves_out(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    data = admin.get("/config").json()
+    body = {"providers": data["providers"], "agents": data["agents"]}
+    body["agents"][2]["model"] = "gemini-2.5-pro"
+
+    assert admin.put("/config", json=body).status_code == 204
+
+    text = server.config_path.read_text()
+    assert text == ORIGINAL.replace("model: gemini-2.5-flash", "model: gemini-2.5-pro")
+
+
+def test_config_put_json_section_set_to_null_is_removed(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    assert admin.put("/config", json={"memory": None}).status_code == 204
+
+    data = parse(server.config_path.read_text())
+    assert "memory" not in data
+    assert data == {key: value for key, value in parse(ORIGINAL).items() if key != "memory"}
+
+
 def test_config_put_with_stale_if_match_is_412_and_changes_nothing(
     admin: httpx.Client, server: GatewayServer
 ) -> None:
@@ -577,6 +600,24 @@ def test_config_put_with_stale_if_match_is_412_and_changes_nothing(
 
     assert response.status_code == 412
     assert server.config_path.read_bytes() == before
+
+
+def test_if_match_list_matches_when_any_tag_is_current(admin: httpx.Client) -> None:
+    etag = admin.get("/config").headers["ETag"]
+    entry_etag = admin.get("/agents/gemini-assistant").headers["ETag"]
+    body = admin.get("/agents/gemini-assistant").json()
+
+    stale = admin.put("/config", content=ORIGINAL, headers={**YAML_BODY, "If-Match": '"a", "b"'})
+    whole = admin.put(
+        "/config", content=ORIGINAL, headers={**YAML_BODY, "If-Match": f'"stale", {etag}'}
+    )
+    item = admin.put(
+        "/agents/gemini-assistant", json=body, headers={"If-Match": f'"stale",{entry_etag}'}
+    )
+
+    assert stale.status_code == 412
+    assert whole.status_code == 204
+    assert item.status_code == 200, item.text
 
 
 def test_config_put_rejected_by_validation_is_422_verbatim_and_byte_identical(
@@ -607,6 +648,58 @@ def test_provider_key_is_masked_everywhere_and_kept_when_sent_back(
 
     assert admin.put("/providers/openai", json=shown).status_code == 200
     assert "    api_key: sk-openai-example-0042\n" in server.config_path.read_text()
+
+
+@pytest.mark.parametrize("stale", ["sk-…9999", "********", "sk-ant-…0001"])
+def test_provider_key_sent_as_a_foreign_mask_is_422_and_never_written(
+    admin: httpx.Client, server: GatewayServer, stale: str
+) -> None:
+    updated = admin.put("/providers/anthropic", json={"api_key": stale})
+    created = admin.post("/providers", json={"kind": "groq", "api_key": stale})
+
+    for response in (updated, created):
+        assert response.status_code == 422, response.text
+        assert "looks like a masked secret" in response.json()["error"]["message"]
+    assert server.config_path.read_text() == ORIGINAL
+
+
+def test_whole_config_with_a_foreign_mask_is_422_and_never_written(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    yaml_text = ORIGINAL.replace("sk-ant-example-key-0001", "sk-…abcd")
+    data = admin.get("/config").json()
+    data["providers"]["openai"]["api_key"] = "********"
+    with_password = ORIGINAL + "auth:\n  proxy:\n    basic: {username: a, password: '********'}\n"
+
+    responses = [
+        admin.put("/config", content=yaml_text, headers=YAML_BODY),
+        admin.put("/config", json=data),
+        admin.put("/config", content=with_password, headers=YAML_BODY),
+    ]
+
+    for response in responses:
+        assert response.status_code == 422, response.text
+    assert "providers.anthropic.api_key: looks like a masked secret" in responses[0].text
+    assert "providers.openai.api_key" in responses[1].text
+    assert "auth.proxy.basic.password" in responses[2].text
+    assert server.config_path.read_text() == ORIGINAL
+
+
+def test_passwords_and_short_keys_are_masked_whole_and_kept_when_sent_back(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    secured = ORIGINAL + "auth:\n  proxy:\n    basic: {username: a, password: Cor-ect-orse}\n"
+    assert admin.put("/config", content=secured, headers=YAML_BODY).status_code == 204
+
+    data = admin.get("/config").json()
+    masked = admin.get("/config", headers={"Accept": "application/yaml"})
+    sent_back = admin.put("/config", content=masked.text, headers=YAML_BODY)
+
+    assert data["auth"]["proxy"]["basic"]["password"] == "********"
+    assert data["providers"]["gemini"]["api_key"] == "********"  # 18 characters
+    assert "Cor" not in masked.text and "gemini-example" not in masked.text
+    assert sent_back.status_code == 204
+    assert server.config_path.read_text() == secured
 
 
 # ---- revisions -------------------------------------------------------------------------
@@ -664,6 +757,24 @@ def test_invalid_hand_edit_shows_a_banner_on_every_page_until_fixed(
     assert problem not in admin.get("/", headers={"Accept": "text/html"}).text
 
 
+def test_yaml_error_on_a_secret_line_never_shows_the_secret(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    secret = "sk-openai-example-0042"
+    broken = ORIGINAL.replace(f"api_key: {secret}", f"api_key: *{secret}")
+    server.config_path.write_text(broken)
+
+    overview = wait_for(lambda: admin.get("/").json()["problems"], "the problems")
+    banner = admin.get("/agents", headers={"Accept": "text/html"}).text
+    rejected = admin.put("/config", content=broken, headers=YAML_BODY)
+    admin.put("/config", content=ORIGINAL, headers=YAML_BODY)
+
+    assert "undefined alias" in overview[0] and "undefined alias" in banner
+    assert rejected.status_code == 400 and "undefined alias" in rejected.text
+    for shown in (str(overview), banner, rejected.text, server.log()):
+        assert secret not in shown
+
+
 # ---- loopback only ---------------------------------------------------------------------
 
 
@@ -695,6 +806,57 @@ def test_other_host_name_is_403_against_dns_rebinding(
         assert admin.get("/agents", headers={"Host": host}).status_code == 200, host
     v1 = httpx.get(f"{server.url}/v1/models", headers={"Host": "attacker.example"})
     assert v1.status_code == 200
+
+
+BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+
+
+@pytest.mark.parametrize(
+    ("headers", "why"),
+    [
+        ({}, "CSRF check failed"),
+        ({"Origin": "http://evil.example"}, "CSRF check failed"),
+        ({"Content-Type": "text/plain"}, "CSRF check failed"),
+        ({"X-Forwarded-For": "203.0.113.9"}, "only clients on this machine"),
+        ({"Host": "attacker.example"}, "DNS-rebinding"),
+    ],
+    ids=["no-token", "cross-site", "text-plain", "remote", "wrong-host"],
+)
+def test_refused_form_is_a_403_page_saying_why(
+    server: GatewayServer, headers: dict[str, str], why: str
+) -> None:
+    response = httpx.post(
+        f"{server.url}/admin/agents",
+        data={"name": "sneaky", "provider": "openai", "model": "m"},
+        headers={**BROWSER, **headers},
+    )
+
+    assert response.status_code == 403
+    assert response.headers["Content-Type"].startswith("text/html")
+    assert why in html.unescape(response.text) and "<title>403" in response.text
+    assert "sneaky" not in server.config_path.read_text()
+
+
+def test_form_with_an_expired_csrf_token_is_a_403_page(server: GatewayServer) -> None:
+    with httpx.Client(base_url=f"{server.url}/admin", headers=BROWSER) as browser:
+        token = csrf_token(browser, "/agents/new")
+        browser.cookies.set("csrftoken", "a" * 32)  # the cookie the token was made for is gone
+        response = browser.post("/agents", data={"csrfmiddlewaretoken": token, "name": "late"})
+
+    assert response.status_code == 403
+    assert "no longer valid" in html.unescape(response.text)
+
+
+def test_remote_refusal_does_not_disclose_the_config_path(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    remote = admin.get("/agents", headers={"X-Forwarded-For": "203.0.113.9"})
+    rebound = admin.get("/agents", headers={"Host": "attacker.example"})
+
+    for response in (remote, rebound):
+        assert response.status_code == 403
+        assert str(server.config_path) not in response.text
+        assert str(server.workdir) not in response.text
 
 
 # ---- errors outside the routes ----------------------------------------------------------

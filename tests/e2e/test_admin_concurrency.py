@@ -6,6 +6,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from filelock import FileLock
 
 from agents.yamldoc import parse
 from tests.server import GatewayServer
@@ -88,3 +89,25 @@ def test_two_editors_with_the_same_etag_cannot_both_replace_the_file(
     text = servers[0].config_path.read_text()
     assert ("model: editor-0\n" in text) != ("model: editor-1\n" in text)
     assert "api_key: sk-shared-secret-0123456789" in text  # the masked key was kept
+
+
+def test_write_waiting_over_5_s_for_the_lock_is_503_with_retry_after(
+    servers: tuple[GatewayServer, GatewayServer],
+) -> None:
+    config_path = servers[0].config_path
+    before = config_path.read_bytes()
+    first, second = (server.url for server in servers)
+
+    with FileLock(f"{config_path}.lock"), ThreadPoolExecutor(max_workers=2) as pool:
+        body = {"name": "waiting", "provider": "openai", "model": "m"}
+        created = pool.submit(httpx.post, f"{first}/admin/agents", json=body, timeout=30)
+        replaced = pool.submit(
+            httpx.put, f"{second}/admin/config", json={"history": {"max_messages": 3}}, timeout=30
+        )
+        responses = [created.result(), replaced.result()]
+
+    for response in responses:
+        assert response.status_code == 503, response.text
+        assert response.headers["Retry-After"] == "1"
+        assert response.json()["error"]["code"] == "config_busy"
+    assert config_path.read_bytes() == before

@@ -1,15 +1,20 @@
 """The admin's guard and error middleware on hand-made requests (no server)."""
 
+import html
 import json
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.http import HttpRequest, HttpResponseBase, HttpResponseServerError
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseServerError
+from django.middleware.csrf import CsrfViewMiddleware
 from django.test import RequestFactory
 from django_htmx.middleware import HtmxMiddleware
 
 from adminui.errors import AdminErrorMiddleware
 from adminui.guard import is_loopback, is_loopback_host
+from agents.snapshot import ConfigHolder
 
 
 def test_non_loopback_address_is_not_loopback() -> None:
@@ -48,3 +53,23 @@ def test_django_server_error_on_admin_is_rendered_as_an_error_object() -> None:
 
     assert response.status_code == 500
     assert json.loads(response.content)["error"]["code"] == "internal"
+
+
+def test_django_csrf_failure_view_is_the_admin_403_page(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "providers: {openai: {api_key: k}}\nagents: [{name: a, provider: openai, model: m}]\n"
+    )
+    holder = ConfigHolder(config)
+    holder.reload()
+    request = RequestFactory().post("/elsewhere", {"a": "b"}, HTTP_ACCEPT="text/html")
+    request.runtime = SimpleNamespace(holder=holder)  # type: ignore[attr-defined]
+    HtmxMiddleware(lambda request: HttpResponse())(request)
+
+    response = CsrfViewMiddleware(lambda request: HttpResponse()).process_view(
+        request, lambda request: HttpResponse(), (), {}
+    )
+
+    assert response is not None and response.status_code == 403
+    assert "CSRF check failed" in html.unescape(response.content.decode())
+    assert "<title>403" in response.content.decode()

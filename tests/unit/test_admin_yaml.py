@@ -167,17 +167,32 @@ def test_edit_that_would_not_read_back_is_not_representable() -> None:
         document.text()
 
 
-def test_mask_shows_prefix_and_suffix_and_keeps_env_references() -> None:
-    assert masking.mask("sk-ant-your-key-here") == "sk-…here"
-    assert masking.mask("${OPENAI_API_KEY}") == "${OPENAI_API_KEY}"
-    assert masking.mask("short") == "…"
+def test_mask_shows_prefix_and_suffix_only_of_long_api_keys() -> None:
+    assert masking.mask("sk-ant-your-key-here", "api_key") == "sk-…here"
+    assert masking.mask("sk-ant-your-key-her", "api_key") == "********"
+    assert masking.mask("${OPENAI_API_KEY}", "api_key") == "${OPENAI_API_KEY}"
+    assert masking.mask("short", "api_key") == "********"
+
+
+@pytest.mark.parametrize("key", ["password", "client_secret"])
+def test_mask_hides_passwords_and_client_secrets_whole(key: str) -> None:
+    assert masking.mask("Correct-Horse", key) == "********"
+    assert masking.mask("a-very-long-client-secret-0123456789", key) == "********"
+    assert masking.mask("${ADMIN_PASSWORD}", key) == "${ADMIN_PASSWORD}"
 
 
 def test_keep_secret_restores_only_the_masked_form_of_the_stored_value() -> None:
     stored = "sk-ant-your-key-here"
+    path = ("providers", "openai", "api_key")
 
-    assert masking.keep_secret("sk-…here", stored) == stored
-    assert masking.keep_secret("sk-new-key-0123456789", stored) == "sk-new-key-0123456789"
+    assert masking.keep_secret("sk-…here", stored, path) == stored
+    assert masking.keep_secret("sk-new-key-0123456789", stored, path) == "sk-new-key-0123456789"
+
+
+@pytest.mark.parametrize("sent", ["sk-…abcd", "********", "x********"])
+def test_keep_secret_refuses_a_mask_of_another_secret(sent: str) -> None:
+    with pytest.raises(masking.ForeignMask, match=r"^providers\.openai\.api_key: looks like"):
+        masking.keep_secret(sent, "sk-ant-your-key-here", ("providers", "openai", "api_key"))
 
 
 def test_mask_config_masks_provider_keys_and_auth_passwords() -> None:
@@ -189,4 +204,4 @@ def test_mask_config_masks_provider_keys_and_auth_passwords() -> None:
     masking.mask_config(data)
 
     assert data["providers"]["openai"]["api_key"] == "sk-…6789"
-    assert data["auth"]["admin"]["basic"] == {"username": "admin", "password": "pbk…$def"}
+    assert data["auth"]["admin"]["basic"] == {"username": "admin", "password": "********"}

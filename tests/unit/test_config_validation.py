@@ -516,3 +516,53 @@ def test_empty_environment_variable_is_a_problem_unless_a_default_allows_it(
         "",
         "http://x",
     )
+
+
+@pytest.mark.parametrize("written", ["*{}", "!{} value", "[{}", "{{{}: x}}: y"])
+def test_yaml_error_on_a_secret_line_masks_what_it_quotes(written: str) -> None:
+    secret = "sk-secret-0123456789abcdef"
+    with pytest.raises(ConfigError) as raised:
+        load_config_text(f"providers:\n  openai:\n    api_key: {written.format(secret)}\n")
+    (problem,) = raised.value.problems
+    assert problem.startswith("(file): not valid YAML: line ")
+    assert secret not in problem and "sk-secret" not in problem
+
+
+def test_validation_messages_mask_secret_values() -> None:
+    data = valid_config()
+    data["auth"] = {"proxy": {"basic": {"username": "a", "password": "hunter2-hunter2"}}}
+    data["agents"][0]["provider"] = "hunter2-hunter2"
+
+    with pytest.raises(ConfigError) as raised:
+        load_config_data(data)
+
+    assert raised.value.problems == ["agents[0].provider: provider '********' is not configured"]
+
+
+@pytest.mark.parametrize(
+    "name", ["a/b", "<script>alert(1)</script>", "-lead", "a b", "ünï", "x" * 65, "a?b", "a#b"]
+)
+@pytest.mark.parametrize("section", ["agents", "judges", "experiments", "mcp"])
+def test_name_outside_the_url_safe_pattern_is_reported(section: str, name: str) -> None:
+    def rename(data: dict[str, Any]) -> None:
+        if section == "mcp":
+            data["mcp"][name] = data["mcp"].pop("docs")
+        else:
+            data[section][-1]["name"] = name
+
+    problems = problems_after(rename)
+
+    path = (
+        "mcp." + name if section == "mcp" else f"{section}[{len(valid_config()[section]) - 1}].name"
+    )
+    assert f"{path}: {name!r} is not a valid name (names are 1 to 64 letters" in problems[0]
+
+
+@pytest.mark.parametrize("name", ["a", "gpt-4o:mini@v1.2_x", "0" * 64])
+def test_names_inside_the_pattern_are_valid(name: str) -> None:
+    data = valid_config()
+    data["agents"].append({"name": name, "provider": "openai", "model": "m"})
+    data["mcp"][name] = data["mcp"].pop("files")
+    data["agents"][0]["mcp_tools"][1]["server"] = name
+
+    load_config_data(data)

@@ -1,0 +1,89 @@
+"""Admin write latency on a 200-line config, against a plain ruamel round trip.
+
+Starts a gateway (daphne, SQLite) on a 200-line config in the original format, updates
+one agent through ``PUT /admin/agents/{name}`` again and again (each write: lock, read,
+edit, validate, write, revision, reload), and times a plain ruamel.yaml load + dump of
+the same file in the same run. Prints the medians and their ratio last.
+
+    .venv/bin/python -m bench.admin_writes [--writes 40]
+"""
+
+import argparse
+import io
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from ruamel.yaml import YAML
+
+from tests.configs import ORIGINAL_EXAMPLE
+from tests.server import GatewayServer
+
+TARGET_MS = 50.0
+LINES = 200
+
+
+def config_text() -> str:
+    """The original example, with agents appended until it has ``LINES`` lines."""
+    text = ORIGINAL_EXAMPLE.read_text().replace("\nagents:\n", "\nagents:\n{extra}", 1)
+    extra, index = "", 0
+    while len(text.format(extra=extra).splitlines()) < LINES:
+        extra += (
+            f"  - name: bench-{index}\n    provider: openai\n    model: gpt-4o-mini\n"
+            f"    preamble: Agent {index} of the benchmark.\n"
+        )
+        index += 1
+    return text.format(extra=extra)
+
+
+def round_trip_ms(text: str, repeats: int) -> float:
+    yaml = YAML()
+    timings = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        out = io.StringIO()
+        yaml.dump(yaml.load(text), out)
+        timings.append((time.perf_counter() - started) * 1000)
+    return statistics.median(timings)
+
+
+def write_ms(server: GatewayServer, writes: int) -> list[float]:
+    timings = []
+    with httpx.Client(base_url=f"{server.url}/admin", timeout=30) as client:
+        body = client.get("/agents/bench-0", headers={"Accept": "application/json"}).json()
+        for index in range(writes):
+            body["model"] = f"model-{index}"
+            started = time.perf_counter()
+            response = client.put("/agents/bench-0", json=body)
+            timings.append((time.perf_counter() - started) * 1000)
+            response.raise_for_status()
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--writes", type=int, default=40)
+    writes = parser.parse_args().writes
+    text = config_text()
+    with tempfile.TemporaryDirectory() as workdir:
+        server = GatewayServer(Path(workdir), text).start()
+        try:
+            write_ms(server, 5)  # warm-up: imports, first revision, database connection
+            timings = write_ms(server, writes)
+        finally:
+            server.stop()
+    baseline = round_trip_ms(text, writes)
+    median = statistics.median(timings)
+    print(f"config: {len(text.splitlines())} lines; {writes} writes through PUT /admin/agents/…")
+    print(f"ruamel round trip (load + dump) of the file: median {baseline:.1f} ms")
+    print(
+        f"admin write: median {median:.1f} ms, worst {max(timings):.1f} ms "
+        f"(target under {TARGET_MS:.0f} ms)"
+    )
+    print(f"ratio admin write / round trip: {median / baseline:.2f}")
+
+
+if __name__ == "__main__":
+    main()
