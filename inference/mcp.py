@@ -3,8 +3,9 @@
 Each server has one owner task: it opens the session (a stdio child process, or a
 Streamable-HTTP endpoint), lists the tools, keeps the session open and lists the tools
 again on every config reload. When the server cannot be reached or the session breaks,
-the owner records why and tries again with a growing delay (0.5 s up to 30 s); until
-then the server is unavailable and requests that need it answer 502. Request code only
+the owner records why and tries again with a growing delay (0.5 s up to 30 s), or at
+once when the config is reloaded; until then the server is unavailable and requests that
+need it answer 502. Request code only
 borrows the open session to call a tool.
 """
 
@@ -130,7 +131,9 @@ class McpServer:
                 self._broken = False
                 self._set_state("unavailable", _reason(error))
                 self._first_attempt.set()
-            await asyncio.sleep(delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), delay)  # a reload retries at once
+            self._wake.clear()
             delay = min(delay * 2, LAST_RETRY)
 
     @contextlib.asynccontextmanager

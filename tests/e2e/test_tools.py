@@ -385,8 +385,8 @@ def mcp_states(server: GatewayServer) -> dict[str, Any]:
     }
 
 
-def wait_until_connected(server: GatewayServer, *names: str) -> None:
-    deadline = time.monotonic() + 30
+def wait_until_connected(server: GatewayServer, *names: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         states = mcp_states(server)
         if all(states[name]["state"] == "connected" for name in names):
@@ -666,7 +666,10 @@ def test_mcp_server_down_at_start_answers_502_until_it_comes_up(
 
     process = start_http_greeter(late_port)
     try:
-        wait_until_connected(tools_gateway, "late")
+        # Waiting out the backoff could take 30 s; a reload of the config retries at once.
+        with tools_gateway.config_path.open("a") as config:
+            config.write("# the late server is up\n")
+        wait_until_connected(tools_gateway, "late", seconds=10)
         answered = httpx.post(url, json=body, timeout=30)
         assert answered.status_code == 200
         assert native_tool_names("openai", fakes["openai"].last.body) == [
