@@ -24,14 +24,19 @@ from core.afterresponse import response_scope
 from core.logformat import log_stray_output
 from gateway import runtime
 
-# Static files (the admin's CSS and the vendored htmx) are served by the app itself, with
-# or without DEBUG: the gateway has no web server in front of it to do it.
-django_application = ASGIStaticFilesHandler(get_asgi_application())
+django_asgi = get_asgi_application()  # loads the apps: the imports below need them
 log_stray_output()
 
-from adminui.live import LiveTrafficConsumer  # noqa: E402  (needs the apps loaded above)
+from adminui.live import LiveTrafficConsumer  # noqa: E402
+from inference.middleware import ProxyAuthGate  # noqa: E402
 
 process = runtime.current()
+# Static files (the admin's CSS and the vendored htmx) are served by the app itself, with
+# or without DEBUG: the gateway has no web server in front of it to do it. auth.proxy is
+# checked in front of Django, before it reads a request's body.
+django_application = ProxyAuthGate(
+    ASGIStaticFilesHandler(django_asgi), lambda: process.holder.config
+)
 websockets = URLRouter([path("admin/live", LiveTrafficConsumer.as_asgi(runtime=process))])
 
 

@@ -1,10 +1,12 @@
 """The middleware of ``/v1``: credentials before anything else, and every failure in the
 OpenAI error shape, whatever part of Django produced it."""
 
-from typing import cast
+from collections.abc import Callable
+from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponseBase
 
+from agents.schema import Config
 from core.asyncmiddleware import AsyncMiddleware
 from inference.auth import authenticate
 from inference.context import InferenceRequest
@@ -36,29 +38,77 @@ class OpenAIErrorMiddleware(AsyncMiddleware):
         return error.response()
 
 
-class ProxyAuthMiddleware(AsyncMiddleware):
-    """``auth.proxy`` on every ``/v1`` route, before the body is parsed (DESIGN 4.1).
+class ProxyAuthGate:
+    """``auth.proxy`` on every ``/v1`` route, before the body is read (DESIGN 4.1).
 
-    A middleware rather than the views: ninja parses and validates the body before a view
-    runs, which an unauthenticated client could make arbitrarily expensive.
+    An ASGI wrapper around Django rather than a middleware: Django reads the whole body
+    before any middleware runs, and ninja parses it before any view does, both of which
+    an unauthenticated client could make arbitrarily expensive. A refused request goes on
+    into Django with an empty body and the refusal in its scope, so it is answered, logged
+    and counted like any other (``ProxyAuthMiddleware``).
     """
+
+    def __init__(self, app: Any, config: Callable[[], Config | None]) -> None:
+        self.app = app
+        self.config = config
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        config = self.config()
+        proxy = config.auth.proxy if config is not None and config.auth is not None else None
+        if scope["type"] != "http" or proxy is None or not is_v1_path(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        try:
+            principal = await authenticate(_header(scope, b"authorization"), proxy)
+        except ApiError as refusal:
+            await self.app({**scope, _REFUSAL: refusal}, _without_body(receive), send)
+            return
+        await self.app({**scope, _PRINCIPAL: principal if proxy.bind_user else None}, receive, send)
+
+
+class ProxyAuthMiddleware(AsyncMiddleware):
+    """Answers the requests ``ProxyAuthGate`` refused, and hands on its principal."""
 
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if not is_v1_path(request.path):
             return await self.get_response(request)
         v1_request = cast(InferenceRequest, request)
-        v1_request.bound_user = None
-        config = v1_request.runtime.holder.config
-        scope = config.auth.proxy if config is not None and config.auth is not None else None
-        if scope is not None:
-            try:
-                principal = await authenticate(request.headers.get("Authorization"), scope)
-            except ApiError as error:
-                v1_request.log.error = error.code or error.error_type
-                return error.response()
-            if scope.bind_user:
-                v1_request.bound_user = principal
+        scope = getattr(request, "scope", {})
+        refusal: ApiError | None = scope.get(_REFUSAL)
+        if refusal is not None:
+            v1_request.log.error = refusal.code or refusal.error_type
+            return refusal.response()
+        v1_request.bound_user = scope.get(_PRINCIPAL)
         return await self.get_response(request)
+
+
+_REFUSAL = "gateway.auth_refusal"
+_PRINCIPAL = "gateway.principal"
+
+
+def _without_body(receive: Any) -> Any:
+    """``receive`` as if the request had no body: the body's messages are dropped unread,
+    and whatever comes after them (a disconnect) is passed on."""
+    started = False
+
+    async def receive_no_body() -> dict[str, Any]:
+        nonlocal started
+        if not started:
+            started = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return message
+
+    return receive_no_body
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
 
 
 def is_v1_path(path: str) -> bool:
