@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 
 import openai
+import psycopg
 import pytest
 
 from tests.fakes.base import FakeUpstream
@@ -57,3 +58,15 @@ def client(gateway: GatewayServer) -> openai.OpenAI:
 @pytest.fixture
 def user_id() -> str:
     return f"user-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh database on the local PostgreSQL server, dropped after the test."""
+    name = f"gateway_test_{uuid.uuid4().hex[:10]}"
+    admin = "postgresql://postgres@127.0.0.1:5432/postgres"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    yield f"postgres://postgres@127.0.0.1:5432/{name}"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

@@ -3,12 +3,10 @@ overshoot it by at most one request's tokens, in one process and across processe
 
 import json
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-import psycopg
 import pytest
 
 from tests.fakes.base import Reply
@@ -95,17 +93,6 @@ def test_a_refusal_while_requests_are_in_flight_says_tokens_are_reserved(
     assert refused.status_code == 429, refused.text
     assert "reserved" in refused.json()["error"]["message"]
     assert refused.headers["retry-after"].isdigit()
-
-
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    name = f"gateway_budget_{uuid.uuid4().hex[:10]}"
-    admin = "postgresql://postgres@127.0.0.1:5432/postgres"
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    yield f"postgres://postgres@127.0.0.1:5432/{name}"
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def test_two_processes_on_postgresql_share_the_cap(

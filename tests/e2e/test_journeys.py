@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import openai
-import psycopg
 import pytest
 from django.contrib.auth.hashers import make_password
 
@@ -196,17 +195,6 @@ def shared_database_journey(
             safety_identifier="shared",
             metadata={"tokens_per_day": "60"},
         )
-
-
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    name = f"gateway_test_{uuid.uuid4().hex[:10]}"
-    admin = "postgresql://postgres@127.0.0.1:5432/postgres"
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    yield f"postgres://postgres@127.0.0.1:5432/{name}"
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def test_two_processes_on_postgresql(
