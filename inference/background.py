@@ -10,6 +10,8 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
+from core.afterresponse import responses_in_progress
+
 logger = logging.getLogger("gateway.background")
 
 
@@ -28,9 +30,17 @@ class BackgroundTasks:
         return len(self._tasks)
 
     async def stop(self, grace: float = 5.0) -> None:
-        """Wait up to ``grace`` seconds for the pending tasks, then cancel the rest."""
+        """Wait up to ``grace`` seconds for the pending tasks, then cancel the rest.
+
+        Requests still being answered may yet hand work over: the server cancels them as
+        it shuts down, and a cancelled request still starts what it deferred. So the
+        wait covers them too."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while responses_in_progress() and loop.time() < deadline:
+            await asyncio.sleep(0.01)
         if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=grace)
+            await asyncio.wait(set(self._tasks), timeout=max(0.0, deadline - loop.time()))
         for task in list(self._tasks):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
