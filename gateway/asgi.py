@@ -17,12 +17,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
 from channels.routing import URLRouter
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-from django.core.asgi import get_asgi_application
 from django.urls import path
 
 from core.afterresponse import response_scope
 from core.logformat import log_stray_output
 from gateway import runtime
+from gateway.handler import get_asgi_application
 
 # Static files (the admin's CSS and the vendored htmx) are served by the app itself, with
 # or without DEBUG: the gateway has no web server in front of it to do it.
