@@ -1,11 +1,12 @@
 """Every log line the process writes is one JSON object (requests, config reloads, the
 server's own messages and tracebacks alike), so log shippers never meet a stray line."""
 
-import json
 import logging
 import threading
 from datetime import UTC, datetime
 from typing import Any
+
+import orjson
 
 
 class JsonFormatter(logging.Formatter):
@@ -31,7 +32,7 @@ class JsonFormatter(logging.Formatter):
             line["message"] = record.getMessage()
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, ensure_ascii=False, default=str)
+        return orjson.dumps(line, default=str).decode()
 
 
 def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:

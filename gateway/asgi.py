@@ -17,12 +17,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
 from channels.routing import URLRouter
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-from django.core.asgi import get_asgi_application
 from django.urls import path
 
 from core.afterresponse import response_scope
 from core.logformat import log_stray_output
 from gateway import runtime
+from gateway.handler import get_asgi_application
 
 django_asgi = get_asgi_application()  # loads the apps: the imports below need them
 log_stray_output()

@@ -4,14 +4,13 @@ Credentials (``auth.proxy``) are checked before any of this, by
 ``inference.middleware.ProxyAuthMiddleware``: ninja parses the body before a view runs.
 """
 
-import json
-
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
+from core import fastjson
 from inference import openai_wire, responses_wire
 from inference.body_errors import body_error
 from inference.client_request import from_chat_completion
@@ -85,7 +84,7 @@ async def responses(request: InferenceRequest, payload: ResponsesIn) -> HttpResp
 
 
 def _json(body: dict) -> HttpResponse:
-    return HttpResponse(json.dumps(body), content_type="application/json")
+    return HttpResponse(fastjson.dumps(body), content_type="application/json")
 
 
 def _event_stream(frames: object) -> StreamingHttpResponse:

@@ -1,4 +1,5 @@
-"""The long-lived parts of ``/v1``: provider clients, MCP servers and background work.
+"""The long-lived parts of ``/v1``: provider clients, MCP servers, the writer of the
+turns' records and background work.
 
 The process runtime owns one engine, starts it on the server's event loop and hands it
 every config that gets applied; request code only borrows from it.
@@ -10,6 +11,7 @@ from agents.schema import Config
 from inference.background import BackgroundTasks
 from inference.mcp import McpHub
 from inference.providers.registry import ProviderClients
+from inference.writer import RecordWriter
 
 
 class Engine:
@@ -17,6 +19,7 @@ class Engine:
         self.providers = ProviderClients()
         self.mcp = McpHub()
         self.background = BackgroundTasks()
+        self.writer = RecordWriter()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self, config: Config | None) -> None:
@@ -32,6 +35,7 @@ class Engine:
         loop.call_soon_threadsafe(self._apply, config)
 
     async def stop(self) -> None:
+        await self.writer.stop()
         await self.background.stop()
         await self.mcp.stop()
         await self.providers.aclose()

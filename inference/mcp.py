@@ -17,16 +17,17 @@ import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
-
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.shared.exceptions import MCPError
+from typing import TYPE_CHECKING, Any
 
 from agents.schema import McpServerConfig
 from core.logformat import log_event
 from inference.errors import ToolFailed
 from inference.status import McpServerStatus, McpState
+
+if TYPE_CHECKING:
+    # The SDK is imported when a server is first opened: it takes 25 MB of memory that a
+    # gateway without MCP servers does not need.
+    from mcp import Client
 
 logger = logging.getLogger("gateway.mcp")
 
@@ -94,6 +95,8 @@ class McpServer:
         client = self._client
         if client is None:
             raise ToolFailed(self.unavailable())
+        from mcp.shared.exceptions import MCPError
+
         try:
             result = await client.call_tool(tool, arguments, read_timeout_seconds=CALL_TIMEOUT)
         except MCPError as error:
@@ -137,7 +140,10 @@ class McpServer:
             delay = min(delay * 2, LAST_RETRY)
 
     @contextlib.asynccontextmanager
-    async def _session(self) -> AsyncIterator[Client]:
+    async def _session(self) -> "AsyncIterator[Client]":
+        from mcp import Client
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
         settings = self.settings
         if settings.transport == "http":
             async with Client(settings.url or "", read_timeout_seconds=CALL_TIMEOUT) as client:
@@ -151,7 +157,7 @@ class McpServer:
             async with Client(transport, read_timeout_seconds=CALL_TIMEOUT) as client:
                 yield client
 
-    async def _list_tools(self, client: Client) -> None:
+    async def _list_tools(self, client: "Client") -> None:
         tools: list[McpTool] = []
         cursor = None
         while True:

@@ -1,11 +1,11 @@
 """The OpenAI chat-completions wire shapes of an answer: the ``chat.completion`` object and
 the ``chat.completion.chunk`` stream (DESIGN 3, 3.1)."""
 
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from core import fastjson
 from inference.errors import ApiError
 from inference.providers.types import (
     ChatResponse,
@@ -127,4 +127,4 @@ def _chunk(
 
 
 def _frame(payload: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
+    return b"data: " + fastjson.dumps(payload) + b"\n\n"

@@ -1,8 +1,15 @@
 """What a turn leaves in the database: one ledger row (every round, repair and subagent
 call summed) that replaces the turn's budget reservation, the exchange in the user's
 history when the turn produced an answer, and the gateway's half of a tool round that
-ended at client calls. One transaction."""
+ended at client calls.
 
+Turns that end together are written together (``inference.writer``): one transaction
+for all of them, so each turn's ledger row and the settling of its reservation commit
+at once.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
@@ -15,34 +22,63 @@ from inference.toolloop import Exchange
 from inference.turn import Turn
 
 
-def record_turn(
-    turn: Turn,
-    usage: Usage,
-    reply: str | None,
-    exchange: Exchange | None,
-    client_calls: tuple[ToolCall, ...],
-    now: datetime,
-) -> None:
-    """Bill the turn; remember ``reply`` in history (None: nothing to remember)."""
+@dataclass(frozen=True)
+class TurnRecord:
+    """A turn's bill, and ``reply`` to remember in history (None: nothing to remember)."""
+
+    turn: Turn
+    usage: Usage
+    reply: str | None
+    exchange: Exchange | None
+    client_calls: tuple[ToolCall, ...]
+    now: datetime
+
+
+def record_turns(records: Sequence[TurnRecord]) -> None:
+    """Write ``records`` in one transaction."""
     with transaction.atomic():
-        LedgerEntry.objects.create(
-            user_id=turn.user_id,
-            agent=turn.agent.name,
-            experiment=turn.routing.experiment,
-            variant=turn.routing.variant,
-            provider=turn.agent.provider,
-            completion_id=turn.completion_id,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            total_tokens=usage.total_tokens,
-            created_at=now,
-        )
-        if turn.reservation is not None:
-            BudgetReservation.objects.filter(id=turn.reservation).delete()
-        if reply is not None and turn.remembers:
-            StoredMessage.objects.bulk_create(
-                history_rows(turn.user_id, turn.requested_model, turn.user_text, reply)
+        LedgerEntry.objects.bulk_create([_ledger_row(record) for record in records])
+        reservations = [
+            record.turn.reservation for record in records if record.turn.reservation is not None
+        ]
+        if reservations:
+            BudgetReservation.objects.filter(id__in=reservations).delete()
+        history = [
+            row
+            for record in records
+            if record.reply is not None and record.turn.remembers
+            for row in history_rows(
+                record.turn.user_id,
+                record.turn.requested_model,
+                record.turn.user_text,
+                record.reply,
             )
-        if exchange is not None:
-            call_ids = [call.id for call in client_calls]
-            ToolExchange.objects.bulk_create(tool_exchange_rows(turn.user_id, call_ids, exchange))
+        ]
+        if history:
+            StoredMessage.objects.bulk_create(history)
+        exchanges = [
+            row
+            for record in records
+            if record.exchange is not None
+            for row in tool_exchange_rows(
+                record.turn.user_id, [call.id for call in record.client_calls], record.exchange
+            )
+        ]
+        if exchanges:
+            ToolExchange.objects.bulk_create(exchanges)
+
+
+def _ledger_row(record: TurnRecord) -> LedgerEntry:
+    turn, usage = record.turn, record.usage
+    return LedgerEntry(
+        user_id=turn.user_id,
+        agent=turn.agent.name,
+        experiment=turn.routing.experiment,
+        variant=turn.routing.variant,
+        provider=turn.agent.provider,
+        completion_id=turn.completion_id,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_tokens=usage.total_tokens,
+        created_at=record.now,
+    )

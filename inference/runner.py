@@ -34,7 +34,7 @@ from inference.providers.types import (
     Usage,
     UsageReport,
 )
-from inference.recording import record_turn
+from inference.recording import TurnRecord, record_turns
 from inference.shadows import run_shadow
 from inference.tokens import estimate_tokens
 from inference.toolloop import ToolLoop
@@ -128,7 +128,8 @@ class TurnRunner:
         )
         client_calls = loop.final.tool_calls if loop.final is not None else ()
         exchange = loop.exchange if reply is None and client_calls else None
-        await in_database(record_turn, turn, usage, reply, exchange, client_calls, timezone.now())
+        record = TurnRecord(turn, usage, reply, exchange, client_calls, timezone.now())
+        await self.engine.writer.write(record_turns, record)
 
     async def _record_quietly(
         self, turn: Turn, loop: ToolLoop, usage: Usage, reply: str | None

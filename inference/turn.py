@@ -101,7 +101,11 @@ async def prepare_turn(
     user_id = resolve_user_id(client, config)
     log.user = user_id
     options = parse_options(client.metadata)
-    stored = await in_database(_before_the_call, config, client, user_id, options, timezone.now())
+    if _reads_nothing(config, client, options):
+        stored = Stored(reservation=None, history=[], exchanges={}, arms={})
+    else:
+        now = timezone.now()
+        stored = await in_database(_before_the_call, config, client, user_id, options, now)
     try:
         return await _turn(client, config, engine, log, id_prefix, user_id, options, stored)
     except BaseException:
@@ -183,13 +187,29 @@ def _before_the_call(
     config: Config, client: ClientRequest, user_id: str, options: RequestOptions, now: datetime
 ) -> Stored:
     reservation = reserve(user_id, options.caps, _reservation_tokens(client), now)
-    agent = config.agent(client.model)
-    stateless = not options.history or (agent is not None and not agent.history)
-    replays = not (client.manages_history or stateless)
+    replays = _replays(config, client, options)
     history = load_history(user_id, client.model, config.history) if replays else []
     call_ids = [call.id for message in client.messages for call in message.tool_calls]
     exchanges = load_exchanges(user_id, call_ids, now)
     return Stored(reservation, history, exchanges, bandit_arms(config, client.model, now))
+
+
+def _reads_nothing(config: Config, client: ClientRequest, options: RequestOptions) -> bool:
+    """Whether the turn needs nothing from the database (no budget to check, no history to
+    replay, no tool round to restore, no experiment to route), so it skips the call."""
+    return (
+        not options.caps
+        and not _replays(config, client, options)
+        and not any(message.tool_calls for message in client.messages)
+        and config.experiment(client.model) is None
+    )
+
+
+def _replays(config: Config, client: ClientRequest, options: RequestOptions) -> bool:
+    """Whether the turn starts from the user's stored history."""
+    agent = config.agent(client.model)
+    stateless = not options.history or (agent is not None and not agent.history)
+    return not (client.manages_history or stateless)
 
 
 def _reservation_tokens(client: ClientRequest) -> int:

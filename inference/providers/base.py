@@ -10,6 +10,7 @@ import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
 from agents.schema import ProviderConfig
+from core import fastjson
 from core.upstreamclock import upstream_wait
 from inference.providers.toolnames import ToolNameRule
 from inference.providers.types import ChatRequest, ChatResponse, Finish, StreamEvent, Usage
@@ -90,18 +91,24 @@ class Provider:
     def headers(self) -> dict[str, str]:
         raise NotImplementedError
 
+    def _json_headers(self) -> dict[str, str]:
+        return {**self.headers(), "Content-Type": "application/json"}
+
     async def post_json(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
             with upstream_wait():
                 response = await self.client.post(
-                    url, json=body, headers=self.headers(), timeout=self.settings.timeout
+                    url,
+                    content=fastjson.dumps(body),
+                    headers=self._json_headers(),
+                    timeout=self.settings.timeout,
                 )
         except httpx.HTTPError as error:
             raise self._transport_error(error) from error
         if response.status_code >= 400:
             raise self.status_error(response.status_code, response.text, response.headers)
         try:
-            return response.json()
+            return fastjson.loads(response.content)
         except ValueError as error:
             raise ProviderError(502, f"{self.kind} returned a body that is not JSON") from error
 
@@ -111,7 +118,11 @@ class Provider:
         Only the waits for the upstream count as upstream time, not the time the caller
         takes between two events."""
         stream = self.client.stream(
-            "POST", url, json=body, headers=self.headers(), timeout=self.settings.timeout
+            "POST",
+            url,
+            content=fastjson.dumps(body),
+            headers=self._json_headers(),
+            timeout=self.settings.timeout,
         )
         try:
             async with AsyncExitStack() as exits:
@@ -134,7 +145,7 @@ class Provider:
 
     def event_json(self, data: str) -> Any:
         try:
-            return json.loads(data)
+            return fastjson.loads(data)
         except ValueError as error:
             raise ProviderError(502, f"{self.kind} sent a stream frame that is not JSON") from error
 

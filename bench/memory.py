@@ -1,0 +1,114 @@
+"""Memory after many requests: the resident size of every server process at the end
+(issue 12's target: under 125 MB per process after 100,000 requests).
+
+Starts the fake OpenAI upstream (in this process) and the gateway (``--workers N``,
+SQLite, history replay on: up to 20 turns per user), then sends ``--requests`` chat
+requests from ``--clients`` concurrent clients: every other one streamed, every fifth with
+a token budget, spread over ``--users`` users. It samples the RSS of each server process
+(the supervisor and its workers under ``--workers``) along the way; the figures at the
+end come last.
+
+    .venv/bin/python -m bench.memory [--requests 100000] [--clients 16] [--workers 1]
+"""
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+
+from tests.fakes.openai_upstream import OpenAIUpstream
+from tests.server import GatewayServer
+
+TARGET_MB = 125
+REPORTS = 10  # lines of the running report
+
+
+def request_body(index: int, users: int) -> dict:
+    body: dict = {
+        "model": "memory",
+        "messages": [{"role": "user", "content": f"question {index}"}],
+        "safety_identifier": f"memory-user-{index % users}",
+    }
+    if index % 2:
+        body |= {"stream": True, "stream_options": {"include_usage": True}}
+    if index % 5 == 0:
+        body["metadata"] = {"tokens_per_hour": "1000000000"}
+    return body
+
+
+def server_rss_mb(pid: int) -> dict[int, float]:
+    """Resident size of the server process and its children, by pid."""
+    root = psutil.Process(pid)
+    sizes: dict[int, float] = {}
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            sizes[process.pid] = process.memory_info().rss / 2**20
+        except psutil.NoSuchProcess:
+            continue
+    return sizes
+
+
+async def send(
+    server: GatewayServer, fake: OpenAIUpstream, requests: int, clients: int, users: int
+) -> int:
+    """Send the requests; the number that failed."""
+    counter = iter(range(requests))
+    failed = 0
+    report_every = max(1, requests // REPORTS)
+    started = time.monotonic()
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=server.url, timeout=60, limits=limits) as client:
+
+        async def client_loop() -> None:
+            nonlocal failed
+            for index in counter:
+                response = await client.post(
+                    "/v1/chat/completions", json=request_body(index, users)
+                )
+                failed += response.status_code != 200
+                if (index + 1) % report_every == 0:
+                    fake.requests.clear()  # the fake keeps what it got: not the server's memory
+                    sizes = " ".join(f"{mb:6.1f}" for mb in server_rss_mb(server.pid).values())
+                    elapsed = time.monotonic() - started
+                    print(f"{index + 1:8d} {elapsed:7.0f} {failed:6d}  {sizes}", flush=True)
+
+        print(f"{'requests':>8} {'t (s)':>7} {'errors':>6}  RSS MB per process", flush=True)
+        await asyncio.gather(*(client_loop() for _ in range(clients)))
+    return failed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--requests", type=int, default=100_000)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--users", type=int, default=200)
+    options = parser.parse_args()
+    fake = OpenAIUpstream().start()
+    config = (
+        f"providers: {{openai: {{api_key: sk-memory, base_url: '{fake.base_url}'}}}}\n"
+        "agents: [{name: memory, provider: openai, model: m, preamble: You are a test.}]\n"
+        "history: {max_messages: 40, max_tokens: 100000}\n"
+    )
+    with tempfile.TemporaryDirectory() as workdir:
+        server = GatewayServer(Path(workdir), config, workers=options.workers).start()
+        try:
+            failed = asyncio.run(
+                send(server, fake, options.requests, options.clients, options.users)
+            )
+            sizes = server_rss_mb(server.pid)
+        finally:
+            server.stop()
+            fake.stop()
+    print(f"\nrequests: {options.requests}, errors: {failed}, workers: {options.workers}")
+    for pid, mb in sizes.items():
+        verdict = "met" if mb < TARGET_MB else "MISSED"
+        print(f"RSS of process {pid}: {mb:.1f} MB (target < {TARGET_MB} MB: {verdict})")
+
+
+if __name__ == "__main__":
+    main()

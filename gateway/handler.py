@@ -1,0 +1,37 @@
+"""Django's ASGI handler, without a thread made for each ``/v1`` request.
+
+Django runs every request in a ``ThreadSensitiveContext``: the first thread-sensitive
+``sync_to_async`` call of the request (the ``request_started`` signal's receivers, the
+response's ``close``) starts a new thread for it. ``/v1`` does its own synchronous work on
+the shared pool (``inference.database``), so its few thread-sensitive calls go to the
+process's one long-lived thread instead; the admin keeps a thread per request.
+
+The receivers Django connects to ``request_started`` (``close_old_connections``,
+``reset_queries``) act on the connections of the thread they run on, a thread that makes
+no queries of its own here: they are disconnected, which saves every request a thread
+hop. Connections are checked where they are used (``inference.database``), and
+``request_finished`` still closes those of the admin's request threads.
+"""
+
+from typing import Any
+
+import django
+from django.core.handlers.asgi import ASGIHandler
+from django.core.signals import request_started
+from django.db import close_old_connections, reset_queries
+
+
+class GatewayASGIHandler(ASGIHandler):
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/v1/"):
+            await self.handle(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
+
+
+def get_asgi_application() -> GatewayASGIHandler:
+    """``django.core.asgi.get_asgi_application`` with the gateway's handler."""
+    django.setup(set_prefix=False)
+    request_started.disconnect(close_old_connections)
+    request_started.disconnect(reset_queries)
+    return GatewayASGIHandler()
