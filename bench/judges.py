@@ -21,19 +21,12 @@ from pathlib import Path
 
 import httpx
 
+from bench.workload import timed
 from tests.fakes.base import Recorded, Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
 
 VERDICT = {"accuracy": {"score": 8, "reasoning": "Right."}}
-
-
-def timed(client: httpx.Client, url: str, body: dict) -> float:
-    started = time.perf_counter()
-    response = client.post(url, json=body)
-    elapsed = time.perf_counter() - started
-    response.raise_for_status()
-    return elapsed * 1000
 
 
 def config(fake: OpenAIUpstream) -> str:

@@ -10,23 +10,15 @@ so both are measured in the same run under the same machine noise.
 import argparse
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
 
+from bench.workload import timed
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
 
 USERS = 10
-
-
-def timed(client: httpx.Client, url: str, body: dict) -> float:
-    started = time.perf_counter()
-    response = client.post(url, json=body)
-    elapsed = time.perf_counter() - started
-    response.raise_for_status()
-    return elapsed * 1000
 
 
 def main() -> None:

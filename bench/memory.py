@@ -20,24 +20,12 @@ from pathlib import Path
 import httpx
 import psutil
 
+from bench.workload import mixed_body
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
 
 TARGET_MB = 125
 REPORTS = 10  # lines of the running report
-
-
-def request_body(index: int, users: int) -> dict:
-    body: dict = {
-        "model": "memory",
-        "messages": [{"role": "user", "content": f"question {index}"}],
-        "safety_identifier": f"memory-user-{index % users}",
-    }
-    if index % 2:
-        body |= {"stream": True, "stream_options": {"include_usage": True}}
-    if index % 5 == 0:
-        body["metadata"] = {"tokens_per_hour": "1000000000"}
-    return body
 
 
 def server_rss_mb(pid: int) -> dict[int, float]:
@@ -67,7 +55,7 @@ async def send(
             nonlocal failed
             for index in counter:
                 response = await client.post(
-                    "/v1/chat/completions", json=request_body(index, users)
+                    "/v1/chat/completions", json=mixed_body("memory", index, users)
                 )
                 failed += response.status_code != 200
                 if (index + 1) % report_every == 0:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.workload import mixed_body
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
 
@@ -33,19 +34,6 @@ def rss_kib(pid: int) -> int:
 
 def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
-
-
-def request_body(index: int) -> dict:
-    body: dict = {
-        "model": "soak",
-        "messages": [{"role": "user", "content": f"question {index}"}],
-        "safety_identifier": f"soak-user-{index % USERS}",
-    }
-    if index % 2:
-        body |= {"stream": True, "stream_options": {"include_usage": True}}
-    if index % 5 == 0:
-        body["metadata"] = {"tokens_per_hour": "1000000"}
-    return body
 
 
 def main() -> None:
@@ -83,7 +71,7 @@ def soak(
     print(f"{'t (s)':>7} {'requests':>9} {'errors':>7} {'RSS (KiB)':>10} {'fds':>5}")
     with httpx.Client(base_url=server.url, timeout=30) as client:
         while (now := time.monotonic()) - started < seconds:
-            response = client.post("/v1/chat/completions", json=request_body(sent))
+            response = client.post("/v1/chat/completions", json=mixed_body("soak", sent, USERS))
             failed += response.status_code != 200
             sent += 1
             fake.requests.clear()  # the fake keeps what it received: not the server's memory

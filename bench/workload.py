@@ -1,0 +1,29 @@
+"""What the benchmarks send: one timed request, and the mixed traffic of the long runs."""
+
+import time
+
+import httpx
+
+
+def timed(client: httpx.Client, url: str, body: dict) -> float:
+    """Milliseconds one POST took (an error status fails the run)."""
+    started = time.perf_counter()
+    response = client.post(url, json=body)
+    elapsed = time.perf_counter() - started
+    response.raise_for_status()
+    return elapsed * 1000
+
+
+def mixed_body(model: str, index: int, users: int) -> dict:
+    """Request ``index`` of a steady mix: users in turn, every other one streamed, every
+    fifth with a (never reached) token budget, so every path of a turn is exercised."""
+    body: dict = {
+        "model": model,
+        "messages": [{"role": "user", "content": f"question {index}"}],
+        "safety_identifier": f"{model}-user-{index % users}",
+    }
+    if index % 2:
+        body |= {"stream": True, "stream_options": {"include_usage": True}}
+    if index % 5 == 0:
+        body["metadata"] = {"tokens_per_hour": "1000000000"}
+    return body
