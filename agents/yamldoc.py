@@ -97,7 +97,7 @@ class Document:
             raise ValueError("the config must be a mapping of sections")
         self.root: CommentedMap = root
         # ruamel's rendering of the file as it is, taken before any edit.
-        self._baseline = self._dump(root) if text.strip() else ""
+        self._baseline = _baselines.get(text) or (self._dump(root) if text.strip() else "")
 
     def text(self) -> str:
         return self.render()[0]
@@ -112,6 +112,7 @@ class Document:
             if patched != edited:
                 data = _parsed_or_none(patched)
                 if data is not None and _same(data, expected):
+                    _remember_baseline(patched, edited)
                     return patched, data
         try:
             reread = parse(edited)
@@ -122,6 +123,7 @@ class Document:
                 "the change cannot be written as YAML: it would not read back as sent "
                 "(a string holds characters YAML changes when it reads them)"
             )
+        _remember_baseline(edited, edited)
         return edited, reread
 
     def _dump(self, root: CommentedMap) -> str:
@@ -155,6 +157,21 @@ def patch_layout(original: str, baseline: str, edited: str) -> str:
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         patched.extend(original_lines[i1:i2] if tag == "equal" else edited_lines[j1:j2])
     return "".join(patched)
+
+
+# Baselines of recently written texts, so that the next write of a file need not dump it
+# once more. ruamel renders a text it wrote as that text (its round trip is byte-identical),
+# and a text patched into the file's own layout as the edited rendering it was patched
+# from. Were a remembered baseline ever off, only layout would suffer: ``render`` checks
+# that what it returns reads back as edited.
+_baselines: dict[str, str] = {}
+_BASELINES_KEPT = 4
+
+
+def _remember_baseline(written: str, rendering: str) -> None:
+    _baselines[written] = rendering
+    while len(_baselines) > _BASELINES_KEPT:
+        del _baselines[next(iter(_baselines))]
 
 
 def _parsed_or_none(text: str) -> Any:
