@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,6 +35,7 @@ logger = logging.getLogger("gateway.mcp")
 CALL_TIMEOUT = 60.0  # seconds a tool call may take
 FIRST_RETRY = 0.5
 LAST_RETRY = 30.0
+RELOAD_RETRY_GAP = 5.0  # a reload retries a waiting server at once if it last tried this long ago
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class McpServer:
         self._wake = asyncio.Event()
         self._first_attempt = asyncio.Event()
         self._broken = False
+        self._last_attempt = float("-inf")
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -67,8 +70,12 @@ class McpServer:
                 await self._task
 
     def relist(self) -> None:
-        """List the tools again (the config was reloaded)."""
-        self._wake.set()
+        """List the tools again (the config was reloaded); a server waiting to retry
+        retries now, unless it tried moments ago (a burst of admin writes must not start
+        a stdio server's command once per write)."""
+        waiting = self.state == "unavailable"
+        if not waiting or time.monotonic() - self._last_attempt >= RELOAD_RETRY_GAP:
+            self._wake.set()
 
     def status(self) -> McpServerStatus:
         return McpServerStatus(
@@ -113,6 +120,7 @@ class McpServer:
     async def _own(self) -> None:
         delay = FIRST_RETRY
         while True:
+            self._last_attempt = time.monotonic()
             try:
                 async with self._session() as client:
                     await self._list_tools(client)
