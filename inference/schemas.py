@@ -6,7 +6,8 @@ a wrong type is a 400 naming the field.
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator
+from pydantic_core import PydanticCustomError
 
 MAX_MESSAGES = 10_000  # messages (or input items) in one request
 
@@ -57,9 +58,22 @@ class StreamOptions(_Lenient):
     include_usage: bool = False
 
 
+def counted_before_read(value: Any) -> Any:
+    """Refuse a list over ``MAX_MESSAGES`` before its items are validated one by one
+    (pydantic checks ``max_length`` only after them: seconds for a million items)."""
+    if isinstance(value, list) and len(value) > MAX_MESSAGES:
+        raise PydanticCustomError(
+            "too_long",
+            "List should have at most {maximum} items, not {length}",
+            {"maximum": MAX_MESSAGES, "length": len(value)},
+        )
+    return value
+
+
 class ChatCompletionIn(_Lenient):
     model: str
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=MAX_MESSAGES)
+    _messages_counted = field_validator("messages", mode="before")(counted_before_read)
     stream: bool = False
     stream_options: StreamOptions | None = None
     safety_identifier: str | None = None
@@ -93,6 +107,7 @@ class ResponsesIn(_Lenient):
 
     model: str
     input: str | list[dict[str, Any]]
+    _input_counted = field_validator("input", mode="before")(counted_before_read)
     instructions: str | None = None
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
