@@ -61,7 +61,7 @@ class AdminAuthMiddleware(AsyncMiddleware):
         if scope is None or not is_admin_path(request.path) or request.path in _OPEN_PATHS:
             return await self.get_response(request)
         try:
-            admin_request.admin_user = await _principal(admin_request, scope)
+            admin_request.admin_user = await principal(admin_request, scope)
         except AdminError as error:
             return _challenge(admin_request, scope, error)
         if admin_request.admin_user is None:
@@ -76,7 +76,9 @@ def _returns_from_login(request: HttpRequest, oidc: OidcAuth) -> bool:
     return request.path == path != CALLBACK_PATH and "state" in request.GET
 
 
-async def _principal(request: AdminRequest, scope: AuthScope) -> str | None:
+async def principal(request: AdminRequest, scope: AuthScope) -> str | None:
+    """Who the request authenticates as under ``scope``, or None (``AdminError`` for a
+    refused bearer token or an unreachable identity provider)."""
     authorization = request.headers.get("Authorization")
     if scope.basic is not None:
         credentials = basic_credentials(authorization)

@@ -11,18 +11,23 @@ for htmx's ws extension to insert. The channel layer is in memory in one process
 import asyncio
 import logging
 from datetime import UTC, datetime
+from importlib import import_module
 from typing import Any, cast
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.http import HttpRequest
+from django.http.cookie import parse_cookie
 from django.template.loader import render_to_string
 from django.urls import reverse
 from ninja import Router
 from pydantic import BaseModel
 
+from adminui.auth import admin_scope, principal
 from adminui.collection_routes import errors
 from adminui.context import AdminRequest, AdminRuntime
+from adminui.errors import AdminError
 from adminui.guard import refusal_of
 from adminui.negotiation import respond
 from core.requestlog import RequestLog
@@ -90,7 +95,9 @@ class LiveTrafficConsumer(AsyncWebsocketConsumer):
         self.runtime = runtime
 
     async def connect(self) -> None:
-        if refusal_of(self._as_request()) is not None or not self._same_origin():
+        request = self._as_request()
+        refused = refusal_of(request) is not None or not self._same_origin()
+        if refused or not await _authenticated(request):
             await self.close(code=4403)
             return
         await self.channel_layer.group_add(GROUP, self.channel_name)
@@ -113,8 +120,13 @@ class LiveTrafficConsumer(AsyncWebsocketConsumer):
         for name, value in self.scope["headers"]:
             key = name.decode("latin-1").upper().replace("-", "_")
             request.META[f"HTTP_{key}"] = value.decode("latin-1")
+        request.COOKIES = parse_cookie(request.META.get("HTTP_COOKIE", ""))
         admin_request = cast(AdminRequest, request)
         admin_request.runtime = self.runtime
+        engine = import_module(settings.SESSION_ENGINE)
+        admin_request.session = engine.SessionStore(
+            request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+        )
         return admin_request
 
     def _same_origin(self) -> bool:
@@ -124,3 +136,15 @@ class LiveTrafficConsumer(AsyncWebsocketConsumer):
         origin = headers.get(b"origin", b"").decode("latin-1")
         host = headers.get(b"host", b"").decode("latin-1")
         return origin in (f"http://{host}", f"https://{host}")
+
+
+async def _authenticated(request: AdminRequest) -> bool:
+    """A websocket skips Django's middleware: with ``auth.admin``, its handshake must carry
+    the admin's credentials (Basic, a bearer token, or the login session's cookie)."""
+    scope = admin_scope(request)
+    if scope is None:
+        return True
+    try:
+        return await principal(request, scope) is not None
+    except AdminError:
+        return False

@@ -15,6 +15,8 @@ import httpx
 import openai
 import pytest
 from django.contrib.auth.hashers import make_password
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
 
 from tests.e2e.test_journeys import config_text
 from tests.fakes.openai_upstream import OpenAIUpstream
@@ -186,3 +188,14 @@ def test_admin_basic_writes_record_the_username_as_author(server: GatewayServer)
 def test_health_probes_stay_open_under_auth(server: GatewayServer) -> None:
     assert httpx.get(f"{server.url}/healthz").status_code == 200
     assert httpx.get(f"{server.url}/readyz").status_code == 200
+
+
+def test_admin_live_websocket_needs_the_admin_credentials(server: GatewayServer) -> None:
+    """A websocket skips Django's middleware: the handshake itself is checked."""
+    url = f"ws://127.0.0.1:{server.port}/admin/live"
+    origin = f"http://127.0.0.1:{server.port}"
+    for headers in ({}, basic(ADMIN[0], "wrong")):
+        with pytest.raises(InvalidStatus):
+            connect(url, origin=origin, additional_headers=headers, open_timeout=10)
+    with connect(url, origin=origin, additional_headers=basic(*ADMIN), open_timeout=10) as socket:
+        assert "Connected" in str(socket.recv(timeout=10))
