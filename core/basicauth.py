@@ -16,7 +16,6 @@ so three things keep a flood of wrong passwords from starving everyone else:
 
 import asyncio
 import base64
-import binascii
 import hashlib
 import hmac
 import secrets
@@ -70,7 +69,7 @@ def basic_credentials(authorization: str | None) -> tuple[str, str] | None:
         return None
     try:
         decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError):  # binascii.Error, and non-ASCII text
         return None
     username, colon, password = decoded.partition(":")
     return (username, password) if colon else None

@@ -1,8 +1,9 @@
 """JSON on the request path with orjson (several times faster than the stdlib's).
 
-orjson refuses a few things the stdlib accepts (integers beyond 64 bits, ``NaN``
-literals, non-string keys): those rare values go through the stdlib instead, so what
-the gateway accepts and sends does not change. Output is compact UTF-8.
+orjson refuses a few things the stdlib accepts (writing integers beyond 64 bits or lone
+surrogates, reading ``NaN`` literals or lone surrogates, non-string keys): those rare
+values go through the stdlib instead. (orjson reads an integer beyond 64 bits as a
+float.) Output is compact UTF-8.
 """
 
 import json
@@ -15,7 +16,8 @@ def dumps(value: Any) -> bytes:
     try:
         return orjson.dumps(value)
     except TypeError:  # orjson.JSONEncodeError
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        # ASCII escapes: a lone surrogate (which only the stdlib reads) can be written too.
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def loads(data: bytes | str) -> Any:

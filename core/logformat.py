@@ -1,6 +1,7 @@
 """Every log line the process writes is one JSON object (requests, config reloads, the
 server's own messages and tracebacks alike), so log shippers never meet a stray line."""
 
+import json
 import logging
 import threading
 from datetime import UTC, datetime
@@ -32,7 +33,10 @@ class JsonFormatter(logging.Formatter):
             line["message"] = record.getMessage()
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return orjson.dumps(line, default=str).decode()
+        try:
+            return orjson.dumps(line, default=str).decode()
+        except TypeError:  # a lone surrogate, an integer beyond 64 bits: the stdlib writes them
+            return json.dumps(line, default=str)
 
 
 def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:

@@ -35,8 +35,10 @@ class Engine:
         loop.call_soon_threadsafe(self._apply, config)
 
     async def stop(self) -> None:
-        await self.writer.stop()
+        # Requests still answered at shutdown hand their records to the writer as they
+        # end (background.stop waits for them): the writer stops after them.
         await self.background.stop()
+        await self.writer.stop()
         await self.mcp.stop()
         await self.providers.aclose()
 

@@ -55,6 +55,10 @@ class RecordWriter:
             else:
                 for _, written in group:
                     _settle(written, None)
+            finally:
+                # Cancelled (the loop is closing) or worse: no waiter may wait forever.
+                for _, written in group:
+                    _settle(written, RuntimeError("the record writer stopped"))
 
 
 def _settle(written: asyncio.Future[None], error: Exception | None) -> None:

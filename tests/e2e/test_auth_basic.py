@@ -199,3 +199,12 @@ def test_admin_live_websocket_needs_the_admin_credentials(server: GatewayServer)
             connect(url, origin=origin, additional_headers=headers, open_timeout=10)
     with connect(url, origin=origin, additional_headers=basic(*ADMIN), open_timeout=10) as socket:
         assert "Connected" in str(socket.recv(timeout=10))
+
+
+def test_proxy_basic_header_that_is_not_base64_ascii_is_401(server: GatewayServer) -> None:
+    for header in ("Basic é", "Basic !!!", "Basic"):
+        response = httpx.get(
+            f"{server.url}/v1/models", headers={"Authorization": header.encode("latin-1")}
+        )
+        assert response.status_code == 401, header
+        assert response.json()["error"]["type"] == "authentication_error"
