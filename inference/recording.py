@@ -33,6 +33,16 @@ class TurnRecord:
     client_calls: tuple[ToolCall, ...]
     now: datetime
 
+    @property
+    def read_by_later_requests(self) -> bool:
+        """Whether the user's next request may read what this record writes, so the reply
+        must wait for its commit: history to replay, the gateway's half of a tool round,
+        or the ledger row that replaces a budget reservation (a reservation is an
+        estimate; the next budget check must see the real count). A ledger row alone is
+        only read by the admin's statistics, which may lag a moment."""
+        remembered = self.reply is not None and self.turn.remembers
+        return remembered or self.exchange is not None or self.turn.reservation is not None
+
 
 def record_turns(records: Sequence[TurnRecord]) -> None:
     """Write ``records`` in one transaction."""

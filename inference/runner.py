@@ -129,7 +129,11 @@ class TurnRunner:
         client_calls = loop.final.tool_calls if loop.final is not None else ()
         exchange = loop.exchange if reply is None and client_calls else None
         record = TurnRecord(turn, usage, reply, exchange, client_calls, timezone.now())
-        await self.engine.writer.write(record_turns, record)
+        if record.read_by_later_requests:
+            await self.engine.writer.write(record_turns, record)
+        else:
+            written = self.engine.writer.queue(record_turns, record)
+            written.add_done_callback(partial(_log_unrecorded, turn.completion_id))
 
     async def _record_quietly(
         self, turn: Turn, loop: ToolLoop, usage: Usage, reply: str | None
@@ -195,6 +199,11 @@ class TurnRunner:
             error_type=error.error_type,
             headers=headers,
         )
+
+
+def _log_unrecorded(completion_id: str, written: asyncio.Future[None]) -> None:
+    if not written.cancelled() and (error := written.exception()) is not None:
+        logger.error("could not record turn %s", completion_id, exc_info=error)
 
 
 def _remembered(answer: ChatResponse) -> str | None:

@@ -4,10 +4,11 @@ Request code hands a record to the writer with the function that writes a group 
 records in one transaction (``inference.recording.record_turns``). One flusher writes
 everything pending, one worker-thread call per function, then whatever arrived
 meanwhile, until nothing is left: under load many turns share a transaction instead of
-paying one each. The caller still waits for the commit of its group, so whatever a reply
-acknowledges is in the database for every process (budgets and history stay exact across
-workers). A group that fails is retried record by record, so one bad record fails alone.
-``stop`` writes whatever is pending before the process exits.
+paying one each. A caller whose reply acknowledges something a later request reads
+(``write``) waits for the commit of its group, so that it is in the database for every
+process (budgets and history stay exact across workers); any other caller only queues its
+record (``queue``) and answers at once. A group that fails is retried record by record, so
+one bad record fails alone. ``stop`` writes whatever is pending before the process exits.
 """
 
 import asyncio
@@ -28,11 +29,15 @@ class RecordWriter:
     async def write[T](self, write_group: Callable[[list[T]], None], record: T) -> None:
         """Queue ``record`` and wait until it is committed (the write goes on if the
         waiter is cancelled)."""
+        await asyncio.shield(self.queue(write_group, record))
+
+    def queue[T](self, write_group: Callable[[list[T]], None], record: T) -> asyncio.Future[None]:
+        """Queue ``record``; the future is done once it is committed or has failed."""
         written = asyncio.get_running_loop().create_future()
         self._pending.setdefault(write_group, []).append((record, written))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush(), name="write records")
-        await asyncio.shield(written)
+        return written
 
     async def stop(self) -> None:
         """Wait until every queued record is written."""

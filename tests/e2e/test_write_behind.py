@@ -1,0 +1,108 @@
+"""A reply waits for its records only when a later request reads them (issue 12): the
+ledger row of a turn with no history, no tool round and no budget is written behind the
+reply, and still lands, at shutdown too.
+
+The tests hold SQLite's write lock from outside the gateway (``BEGIN IMMEDIATE`` on its
+database file), so its writes cannot commit until they let go: a reply that arrives
+meanwhile did not wait for its record."""
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from tests.fakes.base import FakeUpstream
+from tests.server import GatewayServer
+from tests.upstreams import api_key_of, fake_base_url
+
+
+def config(openai_fake: FakeUpstream) -> str:
+    return (
+        f"providers: {{openai: {{api_key: {api_key_of('openai')}, "
+        f"base_url: '{fake_base_url(openai_fake)}'}}}}\n"
+        "agents:\n"
+        "  - {name: stateless, provider: openai, model: m, history: false}\n"
+        "  - {name: remembering, provider: openai, model: m}\n"
+    )
+
+
+@pytest.fixture
+def server(
+    tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, FakeUpstream]
+) -> Iterator[GatewayServer]:
+    gateway = GatewayServer(tmp_path_factory.mktemp("write-behind"), config(fakes["openai"]))
+    gateway.start()
+    yield gateway
+    gateway.stop()
+
+
+def database(server: GatewayServer) -> Path:
+    return server.workdir / "gateway.sqlite3"
+
+
+@contextmanager
+def write_lock(server: GatewayServer) -> Iterator[None]:
+    """SQLite's write lock on the gateway's database, held by another connection."""
+    holder = sqlite3.connect(database(server), isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        yield
+        holder.execute("ROLLBACK")
+    finally:
+        holder.close()
+
+
+def ledger(server: GatewayServer) -> set[str]:
+    with sqlite3.connect(database(server)) as connection:
+        rows = connection.execute("SELECT completion_id FROM inference_ledgerentry")
+        return {completion_id for (completion_id,) in rows}
+
+
+def wait_for(condition: Callable[[], Any], what: str, seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def ask(server: GatewayServer, model: str, timeout: float) -> Any:
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0, timeout=timeout)
+    return client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "Hello?"}], safety_identifier="u1"
+    )
+
+
+def test_a_reply_waits_only_for_records_a_later_request_reads(server: GatewayServer) -> None:
+    ask(server, "stateless", timeout=10)  # tables made, connections open
+    with write_lock(server):
+        # SQLite waits 5 s for a lock: a reply that waited for its record would take that.
+        behind = ask(server, "stateless", timeout=4)
+        assert behind.id not in ledger(server)
+        # History must be in the database before the reply: the next turn replays it.
+        with pytest.raises(openai.APITimeoutError):
+            ask(server, "remembering", timeout=1)
+    wait_for(lambda: behind.id in ledger(server), "the ledger row written behind the reply")
+    with sqlite3.connect(database(server)) as connection:
+        stored = connection.execute(
+            "SELECT model, role FROM inference_storedmessage WHERE user_id = 'u1'"
+        ).fetchall()
+    assert stored == [("remembering", "user"), ("remembering", "assistant")]
+    assert "could not record" not in server.log()
+
+
+def test_records_queued_behind_replies_are_written_at_shutdown(server: GatewayServer) -> None:
+    ask(server, "stateless", timeout=10)
+    with write_lock(server):
+        behind = [ask(server, "stateless", timeout=4).id for _ in range(3)]
+        stopping = threading.Thread(target=server.stop)  # SIGTERM while the writes wait
+        stopping.start()
+        time.sleep(1)
+    stopping.join()
+    assert set(behind) <= ledger(server), server.log()[-3000:]
