@@ -186,9 +186,10 @@ def live_config(config: Config | None, problems: list[str]) -> Config:
 def _before_the_call(
     config: Config, client: ClientRequest, user_id: str, options: RequestOptions, now: datetime
 ) -> Stored:
-    reservation = reserve(user_id, options.caps, _reservation_tokens(client), now)
     replays = _replays(config, client, options)
     history = load_history(user_id, client.model, config.history) if replays else []
+    tokens = _reservation_tokens(config, client, history)
+    reservation = reserve(user_id, options.caps, tokens, now)
     call_ids = [call.id for message in client.messages for call in message.tool_calls]
     exchanges = load_exchanges(user_id, call_ids, now)
     return Stored(reservation, history, exchanges, bandit_arms(config, client.model, now))
@@ -212,7 +213,19 @@ def _replays(config: Config, client: ClientRequest, options: RequestOptions) -> 
     return not (client.manages_history or stateless)
 
 
-def _reservation_tokens(client: ClientRequest) -> int:
-    """The estimated prompt (system part and messages) plus the reply's limit."""
-    prompt = "".join(client.system) + "".join(message.content for message in client.messages)
-    return reservation_size(estimate_tokens(prompt), client.sampling.max_tokens)
+def _reservation_tokens(config: Config, client: ClientRequest, history: list[Message]) -> int:
+    """The estimated prompt plus the reply's limit. The prompt: the longest preamble of the
+    agents the model may route to, the replayed history, the request's system part and its
+    messages."""
+    agents = [config.agent(client.model)]
+    if (experiment := config.experiment(client.model)) is not None:
+        agents = [config.agent(variant.agent) for variant in experiment.variants]
+    preamble = max(
+        (estimate_tokens(agent.preamble) for agent in agents if agent is not None), default=0
+    )
+    prompt = (
+        "".join(message.content for message in history)
+        + "".join(client.system)
+        + "".join(message.content for message in client.messages)
+    )
+    return reservation_size(estimate_tokens(prompt) + preamble, client.sampling.max_tokens)

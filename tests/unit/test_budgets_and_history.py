@@ -1,9 +1,11 @@
-"""Ledger windows, Retry-After arithmetic and history trimming, against a real database."""
+"""Ledger windows, reservations, Retry-After arithmetic and history trimming, against a
+real database."""
 
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from agents.loader import load_config_data
 from agents.schema import HistoryConfig
 from inference.budgets import (
     RESERVATION_TTL,
@@ -14,10 +16,13 @@ from inference.budgets import (
     retry_after,
     usage_in_windows,
 )
+from inference.client_request import from_chat_completion
 from inference.errors import ApiError
 from inference.history import load_history
-from inference.models import LedgerEntry, StoredMessage
-from inference.options import TokenCap
+from inference.models import BudgetReservation, LedgerEntry, StoredMessage
+from inference.options import TokenCap, parse_options
+from inference.schemas import ChatCompletionIn
+from inference.turn import _before_the_call
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
 HOUR = TokenCap(window="hour", seconds=3600, cap=100)
@@ -139,3 +144,38 @@ def test_reservation_size_is_prompt_plus_the_reply_limit() -> None:
     assert reservation_size(7, 50) == 57
     assert reservation_size(7, -3) == 7
     assert reservation_size(7, 10**30) == 10**15
+
+
+def test_a_reservation_counts_the_preamble_and_the_replayed_history() -> None:
+    """What the provider is sent, not only what the client sent: a burst of one user's
+    requests is held to the budget by these estimates until the real counts come back."""
+    config = load_config_data(
+        {
+            "providers": {"openai": {"api_key": "k"}},
+            "agents": [
+                {"name": "short", "provider": "openai", "model": "m", "preamble": "p" * 40},
+                {"name": "long", "provider": "openai", "model": "m", "preamble": "p" * 400},
+            ],
+            "experiments": [
+                {
+                    "name": "both",
+                    "strategy": "split",
+                    "variants": [{"agent": "short", "weight": 1}, {"agent": "long", "weight": 1}],
+                }
+            ],
+        }
+    )
+    for model in ("short", "both"):
+        StoredMessage.objects.create(user_id="u", model=model, role="user", content="q" * 800)
+        StoredMessage.objects.create(user_id="u", model=model, role="assistant", content="a" * 800)
+    options = parse_options({"tokens_per_hour": "100000"})
+    sizes = {}
+    for model in ("short", "both"):
+        body = ChatCompletionIn.model_validate(
+            {"model": model, "max_tokens": 10, "messages": [{"role": "user", "content": "x" * 40}]}
+        )
+        stored = _before_the_call(config, from_chat_completion(body), "u", options, NOW)
+        sizes[model] = BudgetReservation.objects.get(id=stored.reservation).tokens
+    # history 1600 chars (400) + the message (10) + the reply's limit (10), and the
+    # preamble: the agent's own (10), or the longest of the experiment's variants (100).
+    assert sizes == {"short": 430, "both": 520}
