@@ -7,7 +7,6 @@ share that state start no server of their own here (see test_admin_concurrency).
 import html
 import re
 import sqlite3
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,6 +17,7 @@ from agents.loader import ConfigError, load_config_data
 from agents.snapshot import file_etag
 from agents.yamldoc import parse
 from tests.configs import ORIGINAL_EXAMPLE
+from tests.polling import wait_for
 from tests.server import GatewayServer
 
 ORIGINAL = ORIGINAL_EXAMPLE.read_text()
@@ -43,16 +43,6 @@ def admin(server: GatewayServer) -> Iterator[httpx.Client]:
 
 
 YAML_BODY = {"Content-Type": "application/yaml"}
-
-
-def wait_for(condition: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        result = condition()
-        if result:
-            return result
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def validator_problems(change: Callable[[dict], None]) -> list[str]:

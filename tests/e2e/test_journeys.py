@@ -4,9 +4,8 @@ client disconnects, two processes sharing one database, and PostgreSQL."""
 import base64
 import json
 import sqlite3
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -16,15 +15,8 @@ from django.contrib.auth.hashers import make_password
 
 from tests.fakes.base import Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
+from tests.polling import wait_for
 from tests.server import GatewayServer
-
-
-def wait_for(condition: Callable[[], bool], what: str, seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def config_text(fake: OpenAIUpstream, *agents: str, extra: str = "") -> str:

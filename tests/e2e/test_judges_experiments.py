@@ -4,8 +4,7 @@ real server (DESIGN 4.6, 4.8)."""
 import json
 import sqlite3
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,6 +17,7 @@ from tests.browser import chromium_page, shot
 from tests.configs import ORIGINAL_EXAMPLE
 from tests.fakes.base import FakeUpstream, Recorded, Reply
 from tests.mcp_servers import GREETER
+from tests.polling import wait_for
 from tests.server import GatewayServer
 from tests.upstreams import FAKE_CLASSES, api_key_of, fake_base_url
 
@@ -92,16 +92,6 @@ def client(server: GatewayServer) -> openai.OpenAI:
 def rows(server: GatewayServer, query: str, *parameters: Any) -> list[tuple]:
     with sqlite3.connect(server.workdir / "gateway.sqlite3") as database:
         return database.execute(query, parameters).fetchall()
-
-
-def wait_for(condition: Callable[[], Any], what: str, seconds: float = 20) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        result = condition()
-        if result:
-            return result
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def ask(client: openai.OpenAI, model: str, user: str, text: str = "Hello?") -> Any:

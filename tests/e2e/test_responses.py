@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from tests.fakes.base import FakeUpstream, Reply
 from tests.frameworks import run_client
+from tests.polling import wait_for
 from tests.server import GatewayServer
 from tests.upstreams import FAKE_CLASSES, received, sent_tool_calls_and_results
 
@@ -783,11 +784,14 @@ def test_metadata_history_off_neither_replays_nor_stores_but_bills(
         ("user", "Remember me"),
         ("assistant", "You said: Remember me"),
     ]
-    with sqlite3.connect(gateway.workdir / "gateway.sqlite3") as database:
-        billed = database.execute(
-            "SELECT COUNT(*) FROM inference_ledgerentry WHERE user_id = ?", (user_id,)
-        )
-        assert billed.fetchone() == (2,)
+
+    def billed() -> int:
+        with sqlite3.connect(gateway.workdir / "gateway.sqlite3") as database:
+            query = "SELECT COUNT(*) FROM inference_ledgerentry WHERE user_id = ?"
+            return database.execute(query, (user_id,)).fetchone()[0]
+
+    # The stateless turn's ledger row is written behind its reply.
+    wait_for(lambda: billed() == 2, "both turns billed")
 
 
 def test_metadata_history_takes_only_on_or_off(gateway: GatewayServer) -> None:

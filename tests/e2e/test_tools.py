@@ -21,6 +21,7 @@ import pytest
 from tests.fakes.base import FakeUpstream, Reply
 from tests.fakes.gemini_upstream import thought_signature
 from tests.mcp_servers import GREETER
+from tests.polling import wait_for
 from tests.server import GatewayServer, free_port
 from tests.upstreams import FAKE_CLASSES, api_key_of, fake_base_url, sent_tool_calls_and_results
 
@@ -481,11 +482,15 @@ def test_x_user_id_names_the_user_before_default_user_id(
     httpx.post(url, json=body, headers={"X-User-Id": user_id})
     httpx.post(url, json=body)
 
-    with sqlite3.connect(tools_gateway.workdir / "gateway.sqlite3") as database:
-        billed = database.execute(
-            "SELECT user_id FROM inference_ledgerentry WHERE agent = 'helper.v2' ORDER BY id"
-        ).fetchall()
-    assert billed[-2:] == [(user_id,), ("tools-user",)]
+    def billed() -> list[tuple[str]]:
+        with sqlite3.connect(tools_gateway.workdir / "gateway.sqlite3") as database:
+            query = (
+                "SELECT user_id FROM inference_ledgerentry WHERE agent = 'helper.v2' ORDER BY id"
+            )
+            return database.execute(query).fetchall()
+
+    # Ledger rows of turns nothing later reads are written behind their replies.
+    wait_for(lambda: billed()[-2:] == [(user_id,), ("tools-user",)], "both turns billed")
 
 
 def test_mcp_tool_error_goes_back_to_the_model(

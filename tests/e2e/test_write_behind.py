@@ -9,7 +9,7 @@ meanwhile did not wait for its record."""
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ import openai
 import pytest
 
 from tests.fakes.base import FakeUpstream
+from tests.polling import wait_for
 from tests.server import GatewayServer
 from tests.upstreams import api_key_of, fake_base_url
 
@@ -62,14 +63,6 @@ def ledger(server: GatewayServer) -> set[str]:
     with sqlite3.connect(database(server)) as connection:
         rows = connection.execute("SELECT completion_id FROM inference_ledgerentry")
         return {completion_id for (completion_id,) in rows}
-
-
-def wait_for(condition: Callable[[], Any], what: str, seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def ask(server: GatewayServer, model: str, timeout: float) -> Any:
