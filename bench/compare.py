@@ -32,6 +32,7 @@ import aiohttp
 import httpx
 import psutil
 
+from bench.workload import bench_config
 from tests.server import PROJECT_DIR, GatewayServer, free_port
 
 CLIENTS = (1, 16, 64)
@@ -169,14 +170,6 @@ def start_process(command: list[str], env: dict[str, str], port: int) -> subproc
     raise RuntimeError(f"{command} did not start listening on port {port}")
 
 
-def gateway_config(upstream: str) -> str:
-    return (
-        f"providers: {{openai: {{api_key: sk-bench, base_url: '{upstream}'}}}}\n"
-        "agents: [{name: bench, provider: openai, model: m, preamble: You are a benchmark.}]\n"
-        f"history: {{max_messages: {2 * STORED_TURNS}, max_tokens: 100000}}\n"
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="one round of 1.5 s slices")
@@ -207,7 +200,8 @@ def main() -> None:
             )
             processes.append(relay)
             config = Path(workdir) / "gateway.yaml"
-            config.write_text(gateway_config(upstream))
+            history = f"history: {{max_messages: {2 * STORED_TURNS}, max_tokens: 100000}}\n"
+            config.write_text(bench_config(upstream, history))
             database = f"sqlite:///{Path(workdir) / 'gateway.sqlite3'}"
             for workers in (1, options.workers):
                 directory = Path(workdir) / f"workers-{workers}"

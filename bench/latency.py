@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.workload import timed
+from bench.workload import bench_config, timed
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
 
@@ -27,10 +27,7 @@ def main() -> None:
     count = parser.parse_args().requests
 
     fake = OpenAIUpstream().start()
-    config = (
-        f"providers: {{openai: {{api_key: sk-bench, base_url: '{fake.base_url}'}}}}\n"
-        "agents: [{name: bench, provider: openai, model: m, preamble: You are a benchmark.}]\n"
-    )
+    config = bench_config(fake.base_url)
     with tempfile.TemporaryDirectory() as workdir:
         server = GatewayServer(Path(workdir), config).start()
         try:

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from bench.workload import mixed_body
+from bench.workload import bench_config, mixed_body
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
 
@@ -55,7 +55,7 @@ async def send(
             nonlocal failed
             for index in counter:
                 response = await client.post(
-                    "/v1/chat/completions", json=mixed_body("memory", index, users)
+                    "/v1/chat/completions", json=mixed_body("bench", index, users)
                 )
                 failed += response.status_code != 200
                 if (index + 1) % report_every == 0:
@@ -77,11 +77,7 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=200)
     options = parser.parse_args()
     fake = OpenAIUpstream().start()
-    config = (
-        f"providers: {{openai: {{api_key: sk-memory, base_url: '{fake.base_url}'}}}}\n"
-        "agents: [{name: memory, provider: openai, model: m, preamble: You are a test.}]\n"
-        "history: {max_messages: 40, max_tokens: 100000}\n"
-    )
+    config = bench_config(fake.base_url, "history: {max_messages: 40, max_tokens: 100000}\n")
     with tempfile.TemporaryDirectory() as workdir:
         server = GatewayServer(Path(workdir), config, workers=options.workers).start()
         try:

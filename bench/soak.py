@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.workload import mixed_body
+from bench.workload import bench_config, mixed_body
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
 
@@ -44,10 +44,7 @@ def main() -> None:
     options = parser.parse_args()
 
     fake = OpenAIUpstream().start()
-    config = (
-        f"providers: {{openai: {{api_key: sk-soak, base_url: '{fake.base_url}'}}}}\n"
-        "agents: [{name: soak, provider: openai, model: m, preamble: You are a soak test.}]\n"
-    )
+    config = bench_config(fake.base_url)
     with tempfile.TemporaryDirectory() as workdir:
         server = GatewayServer(Path(workdir), config).start()
         try:
@@ -71,7 +68,7 @@ def soak(
     print(f"{'t (s)':>7} {'requests':>9} {'errors':>7} {'RSS (KiB)':>10} {'fds':>5}")
     with httpx.Client(base_url=server.url, timeout=30) as client:
         while (now := time.monotonic()) - started < seconds:
-            response = client.post("/v1/chat/completions", json=mixed_body("soak", sent, USERS))
+            response = client.post("/v1/chat/completions", json=mixed_body("bench", sent, USERS))
             failed += response.status_code != 200
             sent += 1
             fake.requests.clear()  # the fake keeps what it received: not the server's memory

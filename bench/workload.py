@@ -5,6 +5,16 @@ import time
 import httpx
 
 
+def bench_config(upstream: str, extra: str = "") -> str:
+    """A config with one agent, ``bench``, on the OpenAI-format upstream at ``upstream``
+    (the fake's base URL), plus ``extra`` YAML lines."""
+    return (
+        f"providers: {{openai: {{api_key: sk-bench, base_url: '{upstream}'}}}}\n"
+        "agents: [{name: bench, provider: openai, model: m, preamble: You are a benchmark.}]\n"
+        + extra
+    )
+
+
 def timed(client: httpx.Client, url: str, body: dict) -> float:
     """Milliseconds one POST took (an error status fails the run)."""
     started = time.perf_counter()
