@@ -43,10 +43,15 @@ def ask(server: GatewayServer, user: str, text: str, **metadata: str) -> httpx.R
     return httpx.post(f"{server.url}/v1/chat/completions", json=body, timeout=30)
 
 
-def serving_pids(server: GatewayServer, user: str) -> set[int]:
+def serving_pids(server: GatewayServer, user: str, status: int | None = None) -> set[int]:
+    """The workers that answered ``user`` (with ``status``, when given)."""
     lines = [json.loads(line) for line in server.log().splitlines() if line.startswith("{")]
     return {
-        line["pid"] for line in lines if line.get("event") == "request" and line["user"] == user
+        line["pid"]
+        for line in lines
+        if line.get("event") == "request"
+        and line["user"] == user
+        and status in (None, line["status"])
     }
 
 
@@ -95,7 +100,7 @@ def test_workers_both_refuse_a_user_at_the_cap(workers: GatewayServer) -> None:
             pool.map(lambda index: ask(workers, user, "over", tokens_per_day=cap), range(12))
         )
     assert [response.status_code for response in refusals] == [429] * 12
-    assert len(serving_pids(workers, user)) == 2
+    assert len(serving_pids(workers, user, status=429)) == 2
     with database(workers) as db:
         billed = db.execute(
             "SELECT SUM(total_tokens) FROM inference_ledgerentry WHERE user_id = ?", (user,)

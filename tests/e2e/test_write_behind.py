@@ -75,8 +75,9 @@ def ask(server: GatewayServer, model: str, timeout: float) -> Any:
 def test_a_reply_waits_only_for_records_a_later_request_reads(server: GatewayServer) -> None:
     ask(server, "stateless", timeout=10)  # tables made, connections open
     with write_lock(server):
-        # SQLite waits 5 s for a lock: a reply that waited for its record would take that.
-        behind = ask(server, "stateless", timeout=4)
+        # A reply that waited for its record would come once SQLite gave up waiting for
+        # the lock (5 s), its record never written and logged as such.
+        behind = ask(server, "stateless", timeout=30)
         assert behind.id not in ledger(server)
         # History must be in the database before the reply: the next turn replays it.
         with pytest.raises(openai.APITimeoutError):
@@ -93,8 +94,12 @@ def test_a_reply_waits_only_for_records_a_later_request_reads(server: GatewaySer
 def test_records_queued_behind_replies_are_written_at_shutdown(server: GatewayServer) -> None:
     ask(server, "stateless", timeout=10)
     with write_lock(server):
-        behind = [ask(server, "stateless", timeout=4).id for _ in range(3)]
-        stopping = threading.Thread(target=server.stop)  # SIGTERM while the writes wait
+        behind = [ask(server, "stateless", timeout=30).id for _ in range(3)]
+        # SIGTERM is sent while the lock still holds every queued record back, so each
+        # was acknowledged and not yet written when the server was told to stop. The
+        # pause gives the shutdown a head start on the lock's release (daphne keeps its
+        # socket open while it stops, so there is nothing to watch for instead).
+        stopping = threading.Thread(target=server.stop)
         stopping.start()
         time.sleep(1)
     stopping.join()
