@@ -33,6 +33,8 @@ SESSION_USER = "admin_user"
 SESSION_PROVIDER = "admin_provider"
 SESSION_ID_TOKEN = "admin_id_token"
 
+# Served outside /admin, for whoever may use the admin (gateway.metrics).
+_ADMIN_ONLY_OUTSIDE_ADMIN = ("/metrics",)
 _OPEN_PATHS = frozenset({LOGIN_PATH, CALLBACK_PATH, LOGGED_OUT_PATH})
 _basic = BasicVerifier()
 
@@ -58,7 +60,8 @@ class AdminAuthMiddleware(AsyncMiddleware):
             and _returns_from_login(request, scope.oidc)
         ):
             return HttpResponseRedirect(f"{CALLBACK_PATH}?{request.GET.urlencode()}")
-        if scope is None or not is_admin_path(request.path) or request.path in _OPEN_PATHS:
+        protected = is_admin_path(request.path) or request.path in _ADMIN_ONLY_OUTSIDE_ADMIN
+        if scope is None or not protected or request.path in _OPEN_PATHS:
             return await self.get_response(request)
         try:
             admin_request.admin_user = await principal(admin_request, scope)

@@ -208,3 +208,12 @@ def test_proxy_basic_header_that_is_not_base64_ascii_is_401(server: GatewayServe
         )
         assert response.status_code == 401, header
         assert response.json()["error"]["type"] == "authentication_error"
+
+
+def test_metrics_need_the_admins_credentials(server: GatewayServer) -> None:
+    url = f"{server.url}/metrics"
+
+    refused = httpx.get(url, timeout=30)
+    assert refused.status_code == 401
+    assert refused.headers["WWW-Authenticate"].startswith("Basic")
+    assert httpx.get(url, headers=basic(*ADMIN), timeout=30).status_code == 200
