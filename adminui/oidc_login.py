@@ -69,7 +69,9 @@ async def callback(request: AdminRequest) -> HttpResponse:
         return oidc
     pending = await request.session.apop(_SESSION_LOGIN, None)
     state = request.GET.get("state", "")
-    if not isinstance(pending, dict) or not hmac.compare_digest(state, pending["state"]):
+    if not isinstance(pending, dict) or not hmac.compare_digest(
+        state.encode(), pending["state"].encode()
+    ):
         return _failure(request, 400, "This login is unknown or expired: log in again.")
     if "error" in request.GET:
         reason = request.GET.get("error_description") or request.GET["error"]

@@ -38,7 +38,12 @@ Node = CommentedMap | CommentedSeq
 
 def parse(text: str) -> Any:
     """Plain data from YAML text (YAML 1.2, as the config loader reads it)."""
-    return YAML(typ="safe", pure=True).load(text)
+    try:
+        return YAML(typ="safe", pure=True).load(text)
+    except ValueError as error:
+        # A scalar that is not what its tag says (!!int x): the constructor's own error,
+        # not YAML's, and its message quotes the value, which may be a secret.
+        raise YAMLError("a value is not what its tag (!!int, !!float, …) says") from error
 
 
 _QUOTED_VALUES = re.compile(r' with value ".*?"( \(original value: ".*?"\))?')

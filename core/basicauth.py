@@ -43,7 +43,7 @@ class NewestFirstSlots:
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self._release()  # let in, but cancelled before it could run
-            else:
+            elif waiter in self._waiters:  # a release may have dropped it already
                 self._waiters.remove(waiter)
             raise
 

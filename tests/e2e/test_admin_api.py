@@ -946,3 +946,16 @@ def test_write_to_a_file_that_is_not_utf8_is_422_until_put_config_replaces_it(
     replaced = admin.put("/config", content=ORIGINAL, headers=YAML_BODY)
     assert replaced.status_code == 204, replaced.text
     assert server.config_path.read_text() == ORIGINAL
+
+
+def test_config_put_with_a_value_unlike_its_yaml_tag_is_refused_and_leaves_the_file(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    before = server.config_path.read_bytes()
+    text = ORIGINAL.replace("model: gemini-2.5-flash", "model: !!int gemini")
+
+    response = admin.put("/config", content=text, headers=YAML_BODY)
+
+    assert response.status_code in (400, 422), response.text
+    assert "not valid YAML" in response.json()["error"]["message"]
+    assert server.config_path.read_bytes() == before

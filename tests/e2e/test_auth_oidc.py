@@ -208,3 +208,20 @@ def test_proxy_oidc_key_rotation_is_picked_up_once_a_minute(
     idp.rotate_key()
     assert v1(server, idp.id_token(V1_CLIENT, "carol")).status_code == 401
     assert idp.jwks_fetches() == fetches + 1  # no second refetch within the minute
+
+
+@pytest.mark.parametrize("state", ["forged", "forgé"], ids=["ascii", "non-ascii"])
+def test_admin_oidc_callback_with_a_forged_state_during_a_login_is_refused(
+    server: GatewayServer, state: str
+) -> None:
+    with httpx.Client(base_url=server.url) as browser:
+        started = browser.get("/admin/auth/login")  # the session now holds a pending login
+        assert started.status_code == 302
+        response = browser.get(
+            "/admin/auth/callback",
+            params={"state": state, "code": "stolen"},
+            headers={"Accept": "application/json"},
+        )
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "login_failed"

@@ -67,3 +67,16 @@ async def test_verifier_remembers_a_correct_hashed_pair_until_the_config_changes
 
     # Once for the first success, once for the wrong user, the hash, and the new config.
     assert slow_checks == ["right", "right", stored[1], "right"]
+
+
+async def test_a_waiter_cancelled_as_a_slot_frees_leaves_the_slot_free() -> None:
+    slots = NewestFirstSlots(1)
+    await slots.__aenter__()
+    waiting = asyncio.create_task(slots.__aenter__())
+    await asyncio.sleep(0)
+    waiting.cancel()
+    await slots.__aexit__()  # in the same tick: the release finds the waiter cancelled
+
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await asyncio.wait_for(slots.__aenter__(), timeout=5)

@@ -566,3 +566,12 @@ def test_names_inside_the_pattern_are_valid(name: str) -> None:
     data["agents"][0]["mcp_tools"][1]["server"] = name
 
     load_config_data(data)
+
+
+@pytest.mark.parametrize("value", ["!!int sk-not-a-number", "!!timestamp 2020-99-99"])
+def test_yaml_value_unlike_its_tag_is_a_problem_that_never_quotes_it(value: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config_text(f"providers: {{openai: {{api_key: {value}}}}}\n")
+    (problem,) = raised.value.problems
+    assert problem.startswith("(file): not valid YAML")
+    assert value.split()[1] not in problem
