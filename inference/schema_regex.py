@@ -21,6 +21,9 @@ from inference.errors import ApiError, invalid_request
 
 # Keywords whose values are data, not schemas: a "pattern" key inside them is not a regex.
 _DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+# Keywords whose values map names to schemas: a name there is no keyword ("enum" may well
+# be a property's name), only what it maps to is a schema.
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
 
 
 class PatternError(Exception):
@@ -95,18 +98,28 @@ def _patterns(value: Any, where: tuple[str, ...]) -> Iterator[tuple[tuple[str, .
             continue
         if key == "pattern" and isinstance(item, str):
             yield (*where, key), item
-        elif key == "patternProperties" and isinstance(item, dict):
-            yield from (((*where, key), name) for name in item)
-        yield from _patterns(item, (*where, key))
+        elif key in _SCHEMA_MAPS and isinstance(item, dict):
+            if key == "patternProperties":
+                yield from (((*where, key), name) for name in item)
+            for name, subschema in item.items():
+                yield from _patterns(subschema, (*where, key, name))
+        else:
+            yield from _patterns(item, (*where, key))
 
 
 def _uses(value: Any, keyword: str) -> bool:
     if isinstance(value, list):
         return any(_uses(item, keyword) for item in value)
-    if isinstance(value, dict):
-        return keyword in value or any(
-            _uses(item, keyword) for key, item in value.items() if key not in _DATA_KEYWORDS
-        )
+    if not isinstance(value, dict):
+        return False
+    if keyword in value:
+        return True
+    for key, item in value.items():
+        if key in _SCHEMA_MAPS and isinstance(item, dict):
+            if any(_uses(subschema, keyword) for subschema in item.values()):
+                return True
+        elif key not in _DATA_KEYWORDS and _uses(item, keyword):
+            return True
     return False
 
 

@@ -78,6 +78,19 @@ def test_pattern_re2_cannot_run_is_400_naming_response_format(
     assert openai_fake.requests == []
 
 
+@pytest.mark.parametrize("name", ["enum", "const", "default", "examples"])
+def test_pattern_under_a_property_named_like_a_keyword_is_checked_too(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream, user_id: str, name: str
+) -> None:
+    schema = {"type": "object", "properties": {name: {"type": "string", "pattern": "(a)\\1"}}}
+
+    response = post(gateway, chat(user_id, response_format=schema_format(schema)))
+
+    error = assert_400(response, "response_format.json_schema.schema")
+    assert f"properties/{name}/pattern" in error["message"]
+    assert openai_fake.requests == []
+
+
 def test_pattern_property_re2_cannot_run_is_400_on_the_responses_api(
     gateway: GatewayServer, openai_fake: OpenAIUpstream, user_id: str
 ) -> None:
