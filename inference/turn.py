@@ -12,6 +12,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
 from django.utils import timezone
 
@@ -104,8 +105,7 @@ async def prepare_turn(
     if _reads_nothing(config, client, options):
         stored = Stored(reservation=None, history=[], exchanges={}, arms={})
     else:
-        now = timezone.now()
-        stored = await in_database(_before_the_call, config, client, user_id, options, now)
+        stored = await _stored(config, client, engine, user_id, options)
     try:
         return await _turn(client, config, engine, log, id_prefix, user_id, options, stored)
     except BaseException:
@@ -113,6 +113,30 @@ async def prepare_turn(
         if stored.reservation is not None:
             await asyncio.shield(in_database(release, stored.reservation))
         raise
+
+
+async def _stored(
+    config: Config, client: ClientRequest, engine: Engine, user_id: str, options: RequestOptions
+) -> Stored:
+    """What the turn needs from the database. The call's unit of work commits even if the
+    request is cancelled while it runs (a client that went away): its reservation is then
+    released in the background rather than held until it expires."""
+    now = timezone.now()
+    reading = asyncio.ensure_future(
+        in_database(_before_the_call, config, client, user_id, options, now)
+    )
+    try:
+        return await asyncio.shield(reading)
+    except asyncio.CancelledError:
+        reading.add_done_callback(partial(_release_orphan, engine))
+        raise
+
+
+def _release_orphan(engine: Engine, reading: "asyncio.Future[Stored]") -> None:
+    if reading.cancelled() or reading.exception() is not None:
+        return
+    if (reservation := reading.result().reservation) is not None:
+        engine.background.spawn(in_database(release, reservation), name="release reservation")
 
 
 async def _turn(
@@ -188,11 +212,13 @@ def _before_the_call(
 ) -> Stored:
     replays = _replays(config, client, options)
     history = load_history(user_id, client.model, config.history) if replays else []
-    tokens = _reservation_tokens(config, client, history)
-    reservation = reserve(user_id, options.caps, tokens, now)
     call_ids = [call.id for message in client.messages for call in message.tool_calls]
     exchanges = load_exchanges(user_id, call_ids, now)
-    return Stored(reservation, history, exchanges, bandit_arms(config, client.model, now))
+    arms = bandit_arms(config, client.model, now)
+    # Last: nothing that may fail comes between the reservation and its return.
+    tokens = _reservation_tokens(config, client, history)
+    reservation = reserve(user_id, options.caps, tokens, now)
+    return Stored(reservation, history, exchanges, arms)
 
 
 def _reads_nothing(config: Config, client: ClientRequest, options: RequestOptions) -> bool:

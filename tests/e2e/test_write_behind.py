@@ -1,6 +1,7 @@
 """A reply waits for its records only when a later request reads them (issue 12): the
 ledger row of a turn with no history, no tool round and no budget is written behind the
-reply, and still lands, at shutdown too.
+reply, and still lands, at shutdown too. And a budget reservation made for a client
+that left while its budget check waited is released, not held until it expires.
 
 The tests hold SQLite's write lock from outside the gateway (``BEGIN IMMEDIATE`` on its
 database file), so its writes cannot commit until they let go: a reply that arrives
@@ -14,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
@@ -104,3 +106,27 @@ def test_records_queued_behind_replies_are_written_at_shutdown(server: GatewaySe
         time.sleep(1)
     stopping.join()
     assert set(behind) <= ledger(server), server.log()[-3000:]
+
+
+def test_a_reservation_made_for_a_client_that_left_is_released(server: GatewayServer) -> None:
+    ask(server, "stateless", timeout=10)
+    body = {
+        "model": "stateless",
+        "messages": [{"role": "user", "content": "Hello?"}],
+        "safety_identifier": "leaving",
+        "metadata": {"tokens_per_day": "1000000"},
+    }
+    # The budget check waits for the lock; the client gives up (disconnects) meanwhile.
+    with write_lock(server), pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{server.url}/v1/chat/completions", json=body, timeout=1)
+
+    def made_and_released() -> bool:
+        with sqlite3.connect(database(server)) as connection:
+            made = connection.execute(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'inference_budgetreservation'"
+            ).fetchall()
+            held = connection.execute("SELECT COUNT(*) FROM inference_budgetreservation")
+            return made == [(1,)] and held.fetchone() == (0,)
+
+    # Made once the lock was released, for nobody: released then, not held until it expires.
+    wait_for(made_and_released, "the reservation to be made and released")
