@@ -227,9 +227,11 @@ def _conversation(messages: list[ChatMessageIn]) -> list[Message]:
 
 
 def _check_text_only(message: ChatMessageIn, index: int) -> None:
-    """Only user messages may carry images; other roles' parts must be text."""
+    """Only user messages may carry images; other roles' parts must be text (or, on the
+    assistant's, a refusal: OpenAI's own replies carry one when the model refused)."""
+    allowed = ("text", "refusal") if message.role == "assistant" else ("text",)
     for position, part in enumerate(message.content if isinstance(message.content, list) else []):
-        if part.type != "text":
+        if part.type not in allowed:
             raise unsupported_part(
                 part.type,
                 f"messages[{index}].content[{position}]",

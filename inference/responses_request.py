@@ -19,13 +19,14 @@ from inference.client_request import (
     user_message,
 )
 from inference.errors import invalid_request
+from inference.providers.base import THINKING_BUDGETS
 from inference.providers.types import Message, Part, ResponseFormat, Sampling, ToolCall, ToolSpec
 from inference.schemas import MAX_MESSAGES, ResponsesIn
 from inference.structured import check_reply_schema
 from inference.wellformed import reject_lone_surrogates
 
 SYSTEM_ROLES = ("system", "developer")
-REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+REASONING_EFFORTS = tuple(THINKING_BUDGETS)  # what every provider kind can be given
 # What the gateway does not serve (it keeps each user's history itself, see
 # metadata.history, but no responses, conversations or prompts), and what to do instead.
 _HISTORY = "send the whole conversation in input (the gateway keeps each user's history itself)"

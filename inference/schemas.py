@@ -24,6 +24,7 @@ class ImageUrlIn(_Lenient):
 class ContentPart(_Lenient):
     type: str
     text: str | None = None
+    refusal: str | None = None  # on an assistant message's "refusal" part
     image_url: ImageUrlIn | None = None
 
 
@@ -51,7 +52,11 @@ class ChatMessageIn(_Lenient):
             return ""
         if isinstance(self.content, str):
             return self.content
-        return "".join(part.text or "" for part in self.content if part.type == "text")
+        return "".join(
+            (part.text if part.type == "text" else part.refusal) or ""
+            for part in self.content
+            if part.type in ("text", "refusal")
+        )
 
 
 class StreamOptions(_Lenient):

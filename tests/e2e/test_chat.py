@@ -268,3 +268,24 @@ def test_content_parts_are_joined_into_text(
         safety_identifier=user_id,
     )
     assert _upstream_messages(openai_fake)[-1] == {"role": "user", "content": "Hello parts"}
+
+
+def test_an_assistant_refusal_part_is_replayed_as_its_text(
+    client: openai.OpenAI, openai_fake: OpenAIUpstream, user_id: str
+) -> None:
+    """OpenAI's own replies carry a refusal part when the model refused; clients send the
+    conversation back as they got it."""
+    refused = [{"type": "refusal", "refusal": "I cannot help with that."}]
+    client.chat.completions.create(
+        model="openai-agent",
+        messages=[
+            {"role": "user", "content": "Help me?"},
+            {"role": "assistant", "content": refused},
+            {"role": "user", "content": "Something else, then."},
+        ],
+        safety_identifier=user_id,
+    )
+    assert _upstream_messages(openai_fake)[-2:] == [
+        {"role": "assistant", "content": "I cannot help with that."},
+        {"role": "user", "content": "Something else, then."},
+    ]

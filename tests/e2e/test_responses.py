@@ -820,3 +820,13 @@ def test_agent_without_history_neither_replays_nor_stores(
 
     assert received("openai", fakes["openai"].last).turns == [("user", "Second")]
     assert _stored(gateway, user_id) == []
+
+
+def test_reasoning_effort_none_is_accepted_as_on_chat_completions(
+    gateway: GatewayServer, openai_fake: FakeUpstream
+) -> None:
+    request = {"model": "openai-agent", "input": "Hi", "user": "u", "reasoning": {"effort": "none"}}
+    response = httpx.post(f"{gateway.url}/v1/responses", json=request)
+
+    assert response.status_code == 200, response.text
+    assert openai_fake.last.body["reasoning_effort"] == "none"
