@@ -38,8 +38,9 @@ class TurnRecord:
         """Whether the user's next request may read what this record writes, so the reply
         must wait for its commit: history to replay, the gateway's half of a tool round,
         or the ledger row that replaces a budget reservation (a reservation is an
-        estimate; the next budget check must see the real count). A ledger row alone is
-        only read by the admin's statistics, which may lag a moment."""
+        estimate; the next budget check must see the real count). A turn without caps
+        does not wait for its ledger row: a capped request the user sends the moment it
+        is answered may be checked before that row is in (commits take milliseconds)."""
         remembered = self.reply is not None and self.turn.remembers
         return remembered or self.exchange is not None or self.turn.reservation is not None
 
