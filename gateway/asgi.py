@@ -15,9 +15,10 @@ from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
+from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.routing import URLRouter
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-from django.urls import path
+from django.urls import path, re_path
 
 from core.afterresponse import response_scope
 from core.logformat import log_stray_output
@@ -37,7 +38,22 @@ process = runtime.current()
 django_application = ProxyAuthGate(
     ASGIStaticFilesHandler(django_asgi), lambda: process.holder.config
 )
-websockets = URLRouter([path("admin/live", LiveTrafficConsumer.as_asgi(runtime=process))])
+
+
+class NoSuchWebsocket(AsyncWebsocketConsumer):
+    """Refuses the handshake on any other path (without a route, Channels raises, and
+    daphne logged a traceback for every such attempt)."""
+
+    async def connect(self) -> None:
+        await self.close()
+
+
+websockets = URLRouter(
+    [
+        path("admin/live", LiveTrafficConsumer.as_asgi(runtime=process)),
+        re_path(r"", NoSuchWebsocket.as_asgi()),
+    ]
+)
 
 
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -86,3 +86,13 @@ def test_live_page_shows_requests_of_every_worker_through_redis(
         expect(page.locator("#live-rows tr", has_text=user)).to_have_count(12)
     finally:
         server.stop()
+
+
+def test_a_websocket_to_any_other_path_is_refused_without_a_traceback(
+    gateway: GatewayServer,
+) -> None:
+    logged = len(gateway.log())
+    for path in ("/v1/chat/completions", "/admin/nowhere", "/"):
+        with pytest.raises(InvalidStatus):
+            connect(f"ws://localhost:{gateway.port}{path}", open_timeout=10)
+    assert "Traceback" not in gateway.log()[logged:]
