@@ -18,7 +18,6 @@ from django.utils import timezone
 from agents.schema import Config
 from core.afterresponse import after_response
 from core.requestlog import RequestLog
-from inference.budgets import release
 from inference.database import in_database
 from inference.engine import Engine
 from inference.errors import ApiError
@@ -38,7 +37,7 @@ from inference.recording import TurnRecord, record_turns
 from inference.shadows import run_shadow
 from inference.tokens import estimate_tokens
 from inference.toolloop import ToolLoop
-from inference.turn import Turn
+from inference.turn import Turn, release_quietly
 
 logger = logging.getLogger("gateway.inference")
 _rng = random.Random()
@@ -150,10 +149,7 @@ class TurnRunner:
         if usage.total_tokens:
             await self._record_quietly(turn, loop, usage, None)
         elif turn.reservation is not None:
-            try:
-                await in_database(release, turn.reservation)
-            except Exception:
-                logger.exception("could not release the reservation of %s", turn.completion_id)
+            await release_quietly(turn.reservation)
 
     def _after_reply(self, turn: Turn, loop: ToolLoop, answer: ChatResponse) -> None:
         """Work that must not delay the reply: judges, shadow variants, housekeeping. It

@@ -7,6 +7,7 @@ gather its tools → build its request.
 """
 
 import asyncio
+import logging
 import random
 import time
 import uuid
@@ -35,6 +36,7 @@ from inference.tokens import estimate_tokens
 from inference.toolloop import Exchange
 from inference.tools import Toolbox, build_toolbox
 
+logger = logging.getLogger("gateway.inference")
 _rng = random.Random()
 
 
@@ -111,7 +113,7 @@ async def prepare_turn(
     except BaseException:
         # The turn never reached the call whose recording settles the reservation.
         if stored.reservation is not None:
-            await asyncio.shield(in_database(release, stored.reservation))
+            await asyncio.shield(release_quietly(stored.reservation))
         raise
 
 
@@ -132,11 +134,20 @@ async def _stored(
         raise
 
 
+async def release_quietly(reservation: int) -> None:
+    """Give back a reservation that no ledger row will settle. A failure is logged, never
+    raised over what the caller is handling: the reservation then expires on its own."""
+    try:
+        await in_database(release, reservation)
+    except Exception:
+        logger.exception("could not release budget reservation %s", reservation)
+
+
 def _release_orphan(engine: Engine, reading: "asyncio.Future[Stored]") -> None:
     if reading.cancelled() or reading.exception() is not None:
         return
     if (reservation := reading.result().reservation) is not None:
-        engine.background.spawn(in_database(release, reservation), name="release reservation")
+        engine.background.spawn(release_quietly(reservation), name="release reservation")
 
 
 async def _turn(
