@@ -5,6 +5,8 @@ and every provider would fail on it later. It is a 400 naming the field instead.
 import json
 from typing import Any
 
+import orjson
+
 from agents.loader import format_path
 from inference.errors import invalid_request
 
@@ -34,7 +36,14 @@ def has_lone_surrogate(text: str) -> bool:
 
 def _encodes(data: Any) -> bool:
     """Whether every string in ``data`` (JSON values) is valid Unicode: the quick check,
-    in C, before looking for where the surrogate is."""
+    in C, before looking for where the surrogate is. orjson refuses surrogates; what else
+    it cannot encode (an integer beyond 64 bits) gets the stdlib's slower check."""
+    try:
+        orjson.dumps(data)
+    except orjson.JSONEncodeError:
+        pass
+    else:
+        return True
     try:
         json.dumps(data, ensure_ascii=False).encode()
     except UnicodeEncodeError:
