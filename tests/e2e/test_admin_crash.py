@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from agents.yamldoc import parse
+from tests.polling import wait_for
 from tests.server import GatewayServer
 
 CONFIG = """\
@@ -70,9 +71,8 @@ def test_kill_9_during_concurrent_writes_leaves_a_recorded_revision_and_no_temp_
         planted.write_text("left by a write that was killed")
         server.start()
         assert temp_files(server) == []  # removed at start
-        deadline = time.monotonic() + 10
-        while not revision_texts(server) and time.monotonic() < deadline:
-            time.sleep(0.05)  # the file as it was at start is recorded as a revision
+        # The file as it was at start is recorded as a revision.
+        wait_for(lambda: revision_texts(server), "the start's revision")
         stop = threading.Event()
         writers = [
             threading.Thread(target=write_until_killed, args=(server, writer, stop))

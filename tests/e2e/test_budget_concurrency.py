@@ -11,6 +11,7 @@ import pytest
 
 from tests.fakes.base import Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
+from tests.polling import wait_for
 from tests.server import GatewayServer
 
 CAP = 100
@@ -80,8 +81,7 @@ def test_a_refusal_while_requests_are_in_flight_says_tokens_are_reserved(
     openai_fake.answer_when(lambda recorded: True, Reply.of_text("ok", delay=1.0))
     with ThreadPoolExecutor(max_workers=1) as pool:
         first = pool.submit(ask, gateway.url, user_id, False)
-        while not openai_fake.requests:
-            pass
+        wait_for(lambda: openai_fake.requests, "the first request to reach the provider")
         body = {
             "model": "openai-agent",
             "messages": [{"role": "user", "content": "Hi"}],
