@@ -28,6 +28,7 @@ class LagProbe:
 def probing(base_url: str) -> Iterator[LagProbe]:
     probe = LagProbe()
     stop = threading.Event()
+    polled = threading.Event()
 
     def poll() -> None:
         with httpx.Client(base_url=base_url, timeout=LAG_BOUND_SECONDS * 5) as client:
@@ -40,12 +41,16 @@ def probing(base_url: str) -> Iterator[LagProbe]:
                 probe.longest = max(probe.longest, time.monotonic() - started)
                 probe.polls += 1
                 probe.failures += not ok
+                polled.set()
                 stop.wait(0.02)
 
     thread = threading.Thread(target=poll, daemon=True)
     thread.start()
     try:
         yield probe
+        # The probed work may end before the first poll does (a fast request): that poll,
+        # started while the work ran, still counts.
+        polled.wait(timeout=LAG_BOUND_SECONDS * 5)
     finally:
         stop.set()
         thread.join()
