@@ -6,11 +6,12 @@ from django.http import Http404, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
-from adminui import config, history, live, mcp_state, records, scores
-from adminui.collection_routes import ItemDetails, collection_router
 from adminui.context import AdminRequest
-from adminui.errors import AdminError, error_response, refusal
-from adminui.parsers import AdminParser, BodyError
+from adminui.editing import config_file, mcp_state, revisions
+from adminui.editing.collections import ItemDetails, collection_router
+from adminui.records import live, overview, scores
+from adminui.rendering.errors import AdminError, error_response, refusal
+from adminui.rendering.parsers import AdminParser, BodyError
 from adminui.schemas import McpServerCreate, ProviderCreate
 from agents.loader import ConfigError
 from agents.resources import AGENTS, EXPERIMENTS, JUDGES, MCP, PROVIDERS
@@ -43,7 +44,7 @@ api = AdminAPI(
     docs_url=None,
     parser=AdminParser(),
 )
-api.add_router("", records.router)
+api.add_router("", overview.router)
 api.add_router("", scores.router)
 agent_details = ItemDetails("adminui/_agent_results.html", scores.agent_results)
 api.add_router("/agents", collection_router(AGENTS, AGENTS.schema, details=agent_details))
@@ -56,8 +57,8 @@ api.add_router("/providers", collection_router(PROVIDERS, ProviderCreate))
 mcp_router = collection_router(MCP, McpServerCreate, states=mcp_state.summaries)
 mcp_state.add_state_route(mcp_router)
 api.add_router("/mcp", mcp_router)
-api.add_router("", config.router)
-api.add_router("", history.router)
+api.add_router("", config_file.router)
+api.add_router("", revisions.router)
 api.add_router("", live.router)
 
 

@@ -22,4 +22,4 @@ class AdminRequest(HttpRequest):
     runtime: AdminRuntime
     log: RequestLog
     htmx: HtmxDetails
-    admin_user: str | None  # who authenticated, under auth.admin (adminui.auth)
+    admin_user: str | None  # who authenticated, under auth.admin (adminui.access.auth)

@@ -1,5 +1,5 @@
 """ASGI entry point: Django plus the process runtime (config watcher, engine), and the
-websocket of the admin's live traffic page (Django Channels, ``adminui.live``).
+websocket of the admin's live traffic page (Django Channels, ``adminui.records.live``).
 
 Neither daphne nor Django speaks the ASGI lifespan protocol. The runtime is created when
 the server imports this module; its async parts (MCP sessions) start on the server's
@@ -28,8 +28,8 @@ from gateway.handler import get_asgi_application
 django_asgi = get_asgi_application()  # loads the apps: the imports below need them
 log_stray_output()
 
-from adminui.live import LiveTrafficConsumer  # noqa: E402
-from inference.middleware import ProxyAuthGate  # noqa: E402
+from adminui.records.live import LiveTrafficConsumer  # noqa: E402
+from inference.api.middleware import ProxyAuthGate  # noqa: E402
 
 process = runtime.current()
 # Static files (the admin's CSS and the vendored htmx) are served by the app itself, with

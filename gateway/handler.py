@@ -3,13 +3,13 @@
 Django runs every request in a ``ThreadSensitiveContext``: the first thread-sensitive
 ``sync_to_async`` call of the request (the ``request_started`` signal's receivers, the
 response's ``close``) starts a new thread for it. ``/v1`` does its own synchronous work on
-the shared pool (``inference.database``), so its few thread-sensitive calls go to the
+the shared pool (``inference.ledger.database``), so its few thread-sensitive calls go to the
 process's one long-lived thread instead; the admin keeps a thread per request.
 
 The receivers Django connects to ``request_started`` (``close_old_connections``,
 ``reset_queries``) act on the connections of the thread they run on, a thread that makes
 no queries of its own here: they are disconnected, which saves every request a thread
-hop. Connections are checked where they are used (``inference.database``), and
+hop. Connections are checked where they are used (``inference.ledger.database``), and
 ``request_finished`` still closes those of the admin's request threads.
 """
 

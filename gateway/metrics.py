@@ -15,8 +15,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from adminui.access.guard import refusal_of
 from adminui.context import AdminRequest
-from adminui.guard import refusal_of
 from gateway import runtime
 from inference.status import McpServerStatus
 

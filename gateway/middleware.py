@@ -5,7 +5,7 @@ gateway itself (not waiting on providers, ``core.upstreamclock``), which ``/v1``
 responses carry as ``X-Gateway-Overhead-Ms`` (for a stream: up to its first byte).
 
 Request code of both apps reads what it needs from the request (``request.runtime``,
-``request.log``), typed by each app's own request class (``inference.context``,
+``request.log``), typed by each app's own request class (``inference.api.context``,
 ``adminui.context``), so no app imports this top-level package.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 
 from django.http import HttpRequest, HttpResponseBase
 
-from adminui import live
+from adminui.records import live
 from core.asyncmiddleware import AsyncMiddleware
 from core.requestlog import RequestLog
 from core.upstreamclock import UpstreamClock, start_clock

@@ -40,17 +40,17 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "gateway.middleware.RequestContextMiddleware",
-    "inference.middleware.OpenAIErrorMiddleware",
-    "inference.middleware.ProxyAuthMiddleware",
+    "inference.api.middleware.OpenAIErrorMiddleware",
+    "inference.api.middleware.ProxyAuthMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Django's middleware, hooks run on the event loop rather than in a thread each
     "core.inlinemiddleware.SecurityMiddleware",
     "core.inlinemiddleware.CommonMiddleware",
     "core.inlinemiddleware.SessionMiddleware",
     "core.inlinemiddleware.CsrfViewMiddleware",
-    "adminui.errors.AdminErrorMiddleware",
-    "adminui.auth.AdminAuthMiddleware",
-    "adminui.guard.AdminGuardMiddleware",
+    "adminui.rendering.errors.AdminErrorMiddleware",
+    "adminui.access.auth.AdminAuthMiddleware",
+    "adminui.access.guard.AdminGuardMiddleware",
 ]
 
 # The admin's login session (auth.admin.oidc): a signed cookie, so every server process
@@ -61,7 +61,7 @@ SESSION_COOKIE_AGE = 8 * 3600
 
 # A refused form anywhere is the admin's 403 page saying why (the admin guard checks its
 # own forms first; this covers any other view Django protects).
-CSRF_FAILURE_VIEW = "adminui.guard.csrf_failure"
+CSRF_FAILURE_VIEW = "adminui.access.guard.csrf_failure"
 
 ROOT_URLCONF = "gateway.urls"
 ASGI_APPLICATION = "gateway.asgi.application"
@@ -77,7 +77,7 @@ TEMPLATES = [
 
 
 def _database(url: str) -> dict:
-    # Connections live on in the worker threads of the /v1 pipeline (inference.database),
+    # Connections live on in the worker threads of the /v1 pipeline (inference.ledger.database),
     # checked before reuse.
     database = dj_database_url.parse(url, conn_max_age=600, conn_health_checks=True)
     if database["ENGINE"] == "django.db.backends.sqlite3":
@@ -124,7 +124,7 @@ LOGGING = {
     },
 }
 
-# The admin's live traffic page (adminui.live) gets finished requests through a channel
+# The admin's live traffic page (adminui.records.live) gets finished requests through a channel
 # layer: in memory within one process, Redis to reach pages open on any worker.
 REDIS_URL = os.environ.get("REDIS_URL", "")
 CHANNEL_LAYERS = {

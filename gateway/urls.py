@@ -3,10 +3,10 @@ probes, metrics."""
 
 from django.urls import path
 
-from adminui import oidc_login
+from adminui.access import oidc_login
 from adminui.api import api as admin_api
 from gateway import health, metrics
-from inference.api import api as v1_api
+from inference.api.views import api as v1_api
 
 urlpatterns = [
     path("v1/", v1_api.urls),

@@ -9,9 +9,9 @@ import asyncio
 
 from agents.schema import Config
 from inference.background import BackgroundTasks
-from inference.mcp import McpHub
+from inference.ledger.writer import RecordWriter
 from inference.providers.registry import ProviderClients
-from inference.writer import RecordWriter
+from inference.tools.mcp import McpHub
 
 
 class Engine:

@@ -12,8 +12,8 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.test import RequestFactory
 from django_htmx.middleware import HtmxMiddleware
 
-from adminui.errors import AdminErrorMiddleware
-from adminui.guard import is_loopback, is_loopback_host
+from adminui.access.guard import is_loopback, is_loopback_host
+from adminui.rendering.errors import AdminErrorMiddleware
 from agents.snapshot import ConfigHolder
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from agents.loader import load_config_data
 from agents.schema import HistoryConfig
-from inference.budgets import (
+from inference.errors import ApiError
+from inference.ledger.budgets import (
     RESERVATION_TTL,
     check_budgets,
     release,
@@ -16,13 +17,12 @@ from inference.budgets import (
     retry_after,
     usage_in_windows,
 )
-from inference.client_request import from_chat_completion
-from inference.errors import ApiError
-from inference.history import load_history
+from inference.ledger.history import load_history
 from inference.models import BudgetReservation, LedgerEntry, StoredMessage
-from inference.options import TokenCap, parse_options
-from inference.schemas import ChatCompletionIn
-from inference.turn import _before_the_call
+from inference.turn.options import TokenCap, parse_options
+from inference.turn.preparation import _before_the_call
+from inference.wire.chat_body import ChatCompletionIn
+from inference.wire.client_request import from_chat_completion
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
 HOUR = TokenCap(window="hour", seconds=3600, cap=100)

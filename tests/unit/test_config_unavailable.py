@@ -3,7 +3,7 @@
 import pytest
 
 from inference.errors import ApiError
-from inference.turn import live_config
+from inference.turn.preparation import live_config
 
 
 def test_v1_without_a_valid_config_never_echoes_its_problems() -> None:

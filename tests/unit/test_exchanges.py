@@ -5,10 +5,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from inference.exchanges import KEPT_FOR, delete_expired, load_exchanges, tool_exchange_rows
 from inference.models import ToolExchange
 from inference.providers.types import Message, ToolCall
-from inference.toolloop import Exchange
+from inference.tools.exchanges import KEPT_FOR, delete_expired, load_exchanges, tool_exchange_rows
+from inference.tools.loop import Exchange
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,8 @@ from django.utils import timezone
 from agents.loader import load_config_data
 from agents.schema import Config
 from inference.errors import ApiError
-from inference.experiments import (
+from inference.models import JudgeRun, JudgeScore
+from inference.routing.experiments import (
     DEFAULT_WINDOW_SECONDS,
     Arm,
     bandit_arms,
@@ -21,7 +22,6 @@ from inference.experiments import (
     route,
     sticky_draw,
 )
-from inference.models import JudgeRun, JudgeScore
 
 
 def config_with(*experiments: dict) -> Config:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from inference.enforcement import strip_fence, validation_errors, with_repair_turn
 from inference.providers.types import ChatRequest, Message, ResponseFormat
+from inference.structured.repair import strip_fence, validation_errors, with_repair_turn
 
 PERSON = ResponseFormat(
     kind="json_schema",

@@ -1,0 +1,82 @@
+"""Score charts drawn on the server as SVG: one line per series over time, 0 to 10.
+
+The geometry is computed here; ``templates/adminui/_line_chart.html`` writes the SVG
+(so every label is escaped like any other value). No JavaScript, nothing fetched.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from inference.ledger.queries import TrendPoint
+
+WIDTH, HEIGHT = 640, 240
+LEFT, RIGHT, TOP, BOTTOM = 36, 44, 12, 28
+PALETTE = ("#3451b2", "#d9480f", "#2b8a3e", "#ae3ec9", "#1098ad", "#e8590c", "#5c940d", "#c2255c")
+_LABELS = {"hour": "%d %b %H:00", "day": "%d %b"}
+
+
+@dataclass(frozen=True)
+class Dot:
+    x: float
+    y: float
+    tip: str  # shown on hover: when, mean, how many scores
+
+
+@dataclass(frozen=True)
+class Line:
+    name: str
+    color: str
+    dots: tuple[Dot, ...]
+
+    @property
+    def path(self) -> str:
+        return " ".join(f"{dot.x:.1f},{dot.y:.1f}" for dot in self.dots)
+
+
+@dataclass(frozen=True)
+class LineChart:
+    title: str
+    lines: tuple[Line, ...]
+    x_ticks: tuple[tuple[float, str], ...]
+    y_ticks: tuple[tuple[float, str], ...]
+    width: int = WIDTH
+    height: int = HEIGHT
+    left: int = LEFT
+    right_edge: int = WIDTH - RIGHT
+    bottom_edge: int = HEIGHT - BOTTOM
+
+
+def line_chart(title: str, points: list[TrendPoint], bucket: str) -> LineChart:
+    times = sorted({point.bucket for point in points})
+    label = _LABELS.get(bucket, "%d %b")
+
+    def x(moment: datetime) -> float:
+        if len(times) < 2:
+            return (LEFT + WIDTH - RIGHT) / 2
+        span = (times[-1] - times[0]).total_seconds()
+        return LEFT + (moment - times[0]).total_seconds() / span * (WIDTH - LEFT - RIGHT)
+
+    def y(score: float) -> float:
+        return TOP + (HEIGHT - TOP - BOTTOM) * (1 - score / 10)
+
+    names = sorted({point.series for point in points})
+    lines = tuple(
+        Line(
+            name=name,
+            color=PALETTE[index % len(PALETTE)],
+            dots=tuple(
+                Dot(
+                    x(point.bucket),
+                    y(point.mean),
+                    f"{name} · {point.bucket:{label}}: {point.mean:.2f} ({point.count} scores)",
+                )
+                for point in points
+                if point.series == name
+            ),
+        )
+        for index, name in enumerate(names)
+    )
+    step = max(1, len(times) // 5)
+    x_ticks = tuple((x(moment), f"{moment:{label}}") for moment in times[::step])
+    y_ticks = tuple((y(score), str(score)) for score in range(0, 11, 2))
+    return LineChart(title, lines, x_ticks, y_ticks)

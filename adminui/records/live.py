@@ -1,0 +1,150 @@
+"""The live traffic page: each finished ``/v1`` request, pushed to open pages over a
+websocket (Django Channels).
+
+The request context middleware calls ``publish`` as a request finishes; it sends the
+request's summary to one channel-layer group without making the request wait. Every open
+page has a ``LiveTrafficConsumer`` in that group, which renders the summary as a table row
+for htmx's ws extension to insert. The channel layer is in memory in one process, Redis
+(``REDIS_URL``) when several processes serve: a page then sees every worker's requests.
+"""
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from importlib import import_module
+from typing import Any, cast
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.http import HttpRequest
+from django.http.cookie import parse_cookie
+from django.template.loader import render_to_string
+from django.urls import reverse
+from ninja import Router
+from pydantic import BaseModel
+
+from adminui.access.auth import admin_scope, principal
+from adminui.access.guard import refusal_of
+from adminui.context import AdminRequest, AdminRuntime
+from adminui.editing.collections import errors
+from adminui.rendering.errors import AdminError
+from adminui.rendering.negotiation import respond
+from core.requestlog import RequestLog
+
+GROUP = "admin-live-traffic"
+logger = logging.getLogger("gateway.live")
+_sending: set[asyncio.Task[None]] = set()  # kept referenced until done
+_failing = False  # the channel layer's last send failed (logged once per streak)
+
+
+router = Router(tags=["live"])
+
+
+class LiveOut(BaseModel):
+    websocket: str  # the path of the websocket that pushes the rows (HTML fragments)
+
+
+@router.get(
+    "/live",
+    response={200: LiveOut, **errors()},
+    operation_id="live_traffic",
+    url_name="live",
+    summary="The live traffic page: /v1 requests appear as they finish",
+)
+def live(request: AdminRequest) -> Any:
+    return respond(request, {"websocket": reverse("admin:live")}, "adminui/live.html")
+
+
+def publish(log: RequestLog) -> None:
+    """Hand a finished ``/v1`` request to the open live pages, in the background."""
+    if not log.path.startswith("/v1/"):
+        return
+    summary = {
+        "finished": datetime.now(UTC).strftime("%H:%M:%S"),
+        "request_id": log.request_id,
+        "agent": log.agent,
+        "user": log.user,
+        "status": log.status,
+        "stream": log.stream,
+        "tokens": log.tokens,
+        "latency_ms": log.latency_ms,
+    }
+    task = asyncio.get_running_loop().create_task(_send(summary))
+    _sending.add(task)
+    task.add_done_callback(_sending.discard)
+
+
+async def _send(summary: dict[str, Any]) -> None:
+    global _failing
+    try:
+        await get_channel_layer().group_send(GROUP, {"type": "traffic.request", **summary})
+    except Exception:
+        if not _failing:
+            logger.exception("the live traffic page misses requests: channel layer failed")
+        _failing = True
+    else:
+        _failing = False
+
+
+class LiveTrafficConsumer(AsyncWebsocketConsumer):
+    """One open live page. ``runtime`` is given by the ASGI routing (``as_asgi``)."""
+
+    def __init__(self, runtime: AdminRuntime) -> None:
+        super().__init__()
+        self.runtime = runtime
+
+    async def connect(self) -> None:
+        request = self._as_request()
+        refused = refusal_of(request) is not None or not self._same_origin()
+        if refused or not await _authenticated(request):
+            await self.close(code=4403)
+            return
+        await self.channel_layer.group_add(GROUP, self.channel_name)
+        await self.accept()
+        await self.send(text_data=render_to_string("adminui/_live_status.html"))
+
+    async def disconnect(self, code: int) -> None:
+        await self.channel_layer.group_discard(GROUP, self.channel_name)
+
+    async def traffic_request(self, event: dict[str, Any]) -> None:
+        await self.send(text_data=render_to_string("adminui/_live_row.html", {"row": event}))
+
+    def _as_request(self) -> AdminRequest:
+        """The handshake as the admin guard sees requests: client address and headers."""
+        request = HttpRequest()
+        request.method = "GET"
+        request.path = self.scope["path"]
+        client = self.scope.get("client") or ("", 0)
+        request.META["REMOTE_ADDR"] = client[0]
+        for name, value in self.scope["headers"]:
+            key = name.decode("latin-1").upper().replace("-", "_")
+            request.META[f"HTTP_{key}"] = value.decode("latin-1")
+        request.COOKIES = parse_cookie(request.META.get("HTTP_COOKIE", ""))
+        admin_request = cast(AdminRequest, request)
+        admin_request.runtime = self.runtime
+        engine = import_module(settings.SESSION_ENGINE)
+        admin_request.session = engine.SessionStore(
+            request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+        )
+        return admin_request
+
+    def _same_origin(self) -> bool:
+        """A page of another site may open a websocket here (browsers do not ask first):
+        the handshake's ``Origin`` must be this host's."""
+        headers = dict(self.scope["headers"])
+        origin = headers.get(b"origin", b"").decode("latin-1")
+        host = headers.get(b"host", b"").decode("latin-1")
+        return origin in (f"http://{host}", f"https://{host}")
+
+
+async def _authenticated(request: AdminRequest) -> bool:
+    """A websocket skips Django's middleware: with ``auth.admin``, its handshake must carry
+    the admin's credentials (Basic, a bearer token, or the login session's cookie)."""
+    scope = admin_scope(request)
+    if scope is None:
+        return True
+    try:
+        return await principal(request, scope) is not None
+    except AdminError:
+        return False

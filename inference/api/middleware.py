@@ -1,0 +1,115 @@
+"""The middleware of ``/v1``: credentials before anything else, and every failure in the
+OpenAI error shape, whatever part of Django produced it."""
+
+from collections.abc import Callable
+from typing import Any, cast
+
+from django.http import HttpRequest, HttpResponseBase
+
+from agents.schema import Config
+from core.asyncmiddleware import AsyncMiddleware
+from inference.api.auth import authenticate
+from inference.api.context import InferenceRequest
+from inference.errors import ApiError
+
+_MESSAGES = {
+    404: "Unknown route {method} {path}",
+    405: "Method {method} is not allowed on {path}",
+    500: "The gateway failed to handle the request",
+}
+_CODES = {404: "unknown_route", 405: "method_not_allowed", 500: "internal_error"}
+
+
+class OpenAIErrorMiddleware(AsyncMiddleware):
+    """Turns Django's HTML or plain-text error responses on ``/v1`` into error objects."""
+
+    async def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        response = await self.get_response(request)
+        if not request.path.startswith("/v1") or response.status_code < 400:
+            return response
+        if response.get("Content-Type", "").startswith("application/json"):
+            return response
+        status = response.status_code
+        template = _MESSAGES.get(status, "The request failed with status {status}")
+        message = template.format(method=request.method, path=request.path, status=status)
+        error = ApiError(status, message, code=_CODES.get(status))
+        if status == 405 and response.has_header("Allow"):
+            error.headers["Allow"] = response["Allow"]
+        return error.response()
+
+
+class ProxyAuthGate:
+    """``auth.proxy`` on every ``/v1`` route, before the body is read (DESIGN 4.1).
+
+    An ASGI wrapper around Django rather than a middleware: Django reads the whole body
+    before any middleware runs, and ninja parses it before any view does, both of which
+    an unauthenticated client could make arbitrarily expensive. A refused request goes on
+    into Django with an empty body and the refusal in its scope, so it is answered, logged
+    and counted like any other (``ProxyAuthMiddleware``).
+    """
+
+    def __init__(self, app: Any, config: Callable[[], Config | None]) -> None:
+        self.app = app
+        self.config = config
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        config = self.config()
+        proxy = config.auth.proxy if config is not None and config.auth is not None else None
+        if scope["type"] != "http" or proxy is None or not is_v1_path(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        try:
+            principal = await authenticate(_header(scope, b"authorization"), proxy)
+        except ApiError as refusal:
+            await self.app({**scope, _REFUSAL: refusal}, _without_body(receive), send)
+            return
+        await self.app({**scope, _PRINCIPAL: principal if proxy.bind_user else None}, receive, send)
+
+
+class ProxyAuthMiddleware(AsyncMiddleware):
+    """Answers the requests ``ProxyAuthGate`` refused, and hands on its principal."""
+
+    async def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if not is_v1_path(request.path):
+            return await self.get_response(request)
+        v1_request = cast(InferenceRequest, request)
+        scope = getattr(request, "scope", {})
+        refusal: ApiError | None = scope.get(_REFUSAL)
+        if refusal is not None:
+            v1_request.log.error = refusal.code or refusal.error_type
+            return refusal.response()
+        v1_request.bound_user = scope.get(_PRINCIPAL)
+        return await self.get_response(request)
+
+
+_REFUSAL = "gateway.auth_refusal"
+_PRINCIPAL = "gateway.principal"
+
+
+def _without_body(receive: Any) -> Any:
+    """``receive`` as if the request had no body: the body's messages are dropped unread,
+    and whatever comes after them (a disconnect) is passed on."""
+    started = False
+
+    async def receive_no_body() -> dict[str, Any]:
+        nonlocal started
+        if not started:
+            started = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return message
+
+    return receive_no_body
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+def is_v1_path(path: str) -> bool:
+    return path == "/v1" or path.startswith("/v1/")

@@ -1,0 +1,130 @@
+"""Per-user token budgets over rolling windows of the ledger (DESIGN 4.3, 7).
+
+A capped request is admitted only while the user's usage plus the tokens reserved by
+their requests in progress is under every cap; admitting it reserves its own tokens in
+the same transaction, under a per-user lock (PostgreSQL: an advisory transaction lock;
+SQLite: the write lock its IMMEDIATE transactions take), so concurrent requests in any
+number of processes overshoot a cap by at most one request. The request's ledger row
+replaces the reservation when the call ends (``inference.turn.recording``).
+
+These functions are synchronous ORM code: the pipeline runs them inside the one
+worker-thread call it makes before contacting the provider.
+"""
+
+import math
+from datetime import datetime, timedelta
+
+from django.db import connection, transaction
+from django.db.models import Q, Sum
+
+from inference.errors import ApiError
+from inference.models import BudgetReservation, LedgerEntry
+from inference.turn.options import TokenCap
+
+# A reservation a crashed process never settled stops counting after this long.
+RESERVATION_TTL = timedelta(minutes=15)
+# Reserved for the reply when the request sets no max_tokens.
+DEFAULT_COMPLETION_TOKENS = 1024
+MAX_RESERVATION = 10**15
+
+
+def reservation_size(prompt_tokens: int, max_tokens: int | None) -> int:
+    """Estimated prompt tokens plus the most the reply may spend."""
+    completion = DEFAULT_COMPLETION_TOKENS if max_tokens is None else max(0, max_tokens)
+    return min(MAX_RESERVATION, prompt_tokens + completion)
+
+
+def reserve(user_id: str, caps: tuple[TokenCap, ...], tokens: int, now: datetime) -> int | None:
+    """Check the caps (429) and reserve ``tokens`` for the request, in one transaction.
+    The reservation's id, or None when the request carries no caps (nothing to hold)."""
+    if not caps:
+        return None
+    with transaction.atomic():
+        _lock_user(user_id)
+        BudgetReservation.objects.filter(user_id=user_id, expires_at__lte=now).delete()
+        check_budgets(user_id, caps, now)
+        reservation = BudgetReservation.objects.create(
+            user_id=user_id, tokens=tokens, expires_at=now + RESERVATION_TTL
+        )
+    return reservation.id
+
+
+def release(reservation: int) -> None:
+    """Drop a reservation whose request ended without a ledger row."""
+    BudgetReservation.objects.filter(id=reservation).delete()
+
+
+def _lock_user(user_id: str) -> None:
+    """Serialize budget checks of one user across processes until the transaction ends."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"budget:{user_id}"]
+            )
+    # SQLite: the transaction began IMMEDIATE (settings), holding the database's write lock.
+
+
+def check_budgets(user_id: str, caps: tuple[TokenCap, ...], now: datetime) -> None:
+    """Raise 429 when the user's usage plus their reserved tokens in any capped window
+    reached its cap."""
+    if not caps:
+        return
+    used = usage_in_windows(user_id, {cap.window: cap.seconds for cap in caps}, now)
+    reserved = reserved_tokens(user_id, now)
+    for cap in caps:
+        spent = used[cap.window]
+        if spent >= cap.cap:
+            wait = retry_after(user_id, cap, spent, now)
+            detail = f"{spent} tokens used in the last {cap.window}"
+        elif spent + reserved >= cap.cap:
+            wait = 1  # requests in progress settle their reservations when they end
+            detail = (
+                f"{spent} tokens used in the last {cap.window} and {reserved} reserved by "
+                "requests in progress"
+            )
+        else:
+            continue
+        raise ApiError(
+            429,
+            f"Token budget exhausted: {detail} (rolling {cap.seconds} s) against a cap of "
+            f"{cap.cap}; retry in {wait} s",
+            code="rate_limit_exceeded",
+            param=f"metadata.tokens_per_{cap.window}",
+            headers={"Retry-After": str(wait)},
+        )
+
+
+def reserved_tokens(user_id: str, now: datetime) -> int:
+    """Tokens held by the user's requests in progress (expired reservations left out)."""
+    live = BudgetReservation.objects.filter(user_id=user_id, expires_at__gt=now)
+    return live.aggregate(total=Sum("tokens"))["total"] or 0
+
+
+def usage_in_windows(user_id: str, windows: dict[str, int], now: datetime) -> dict[str, int]:
+    """Tokens billed to the user in each named window (length in seconds), in one query."""
+    sums = {
+        window: Sum("total_tokens", filter=Q(created_at__gt=now - timedelta(seconds=seconds)))
+        for window, seconds in windows.items()
+    }
+    oldest = now - timedelta(seconds=max(windows.values()))
+    totals = LedgerEntry.objects.filter(user_id=user_id, created_at__gt=oldest).aggregate(**sums)
+    return {window: totals[window] or 0 for window in windows}
+
+
+def retry_after(user_id: str, cap: TokenCap, used: int, now: datetime) -> int:
+    """Whole seconds until enough of the window's usage has aged out to fall below the cap."""
+    if cap.cap == 0:
+        return cap.seconds
+    start = now - timedelta(seconds=cap.seconds)
+    entries = (
+        LedgerEntry.objects.filter(user_id=user_id, created_at__gt=start)
+        .order_by("created_at")
+        .values_list("created_at", "total_tokens")
+    )
+    remaining = used
+    for created_at, tokens in entries.iterator():
+        remaining -= tokens
+        if remaining < cap.cap:
+            leaves_at = created_at + timedelta(seconds=cap.seconds)
+            return max(1, math.ceil((leaves_at - now).total_seconds()))
+    return cap.seconds

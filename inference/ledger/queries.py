@@ -1,0 +1,186 @@
+"""Read-only queries over what ``/v1`` recorded (stored history, the token ledger, judge
+scores).
+
+The admin shows recorded data only through these functions, so the tables stay the
+business of this app. Each is synchronous ORM code.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+from django.db.models import Avg, Count, Min, Sum
+from django.db.models.functions import TruncDay, TruncHour
+from django.utils import timezone
+
+from inference.ledger.budgets import usage_in_windows
+from inference.models import JudgeScore, LedgerEntry, StoredMessage
+from inference.turn.options import WINDOWS
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    id: int
+    user: str
+    model: str
+    role: str
+    content: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class AgentTraffic:
+    requests: int
+    tokens: int
+
+
+def stored_messages(user: str | None, before_id: int | None, limit: int) -> list[MessageRow]:
+    """Stored messages, newest first (one user's when ``user`` is given)."""
+    rows = StoredMessage.objects.all()
+    if user:
+        rows = rows.filter(user_id=user)
+    if before_id is not None:
+        rows = rows.filter(id__lt=before_id)
+    return [
+        MessageRow(row.id, row.user_id, row.model, row.role, row.content, row.created_at)
+        for row in rows.order_by("-id")[:limit]
+    ]
+
+
+def usage_by_window(user: str) -> dict[str, int]:
+    """The user's billed tokens in each rolling budget window (hour, day, month)."""
+    return usage_in_windows(user, dict(WINDOWS.values()), timezone.now())
+
+
+def traffic_since(since: datetime) -> dict[str, AgentTraffic]:
+    """Requests (distinct completions) and tokens billed per agent since ``since``."""
+    rows = (
+        LedgerEntry.objects.filter(created_at__gt=since)
+        .values("agent")
+        .annotate(requests=Count("completion_id", distinct=True), tokens=Sum("total_tokens"))
+    )
+    return {row["agent"]: AgentTraffic(row["requests"], row["tokens"] or 0) for row in rows}
+
+
+def recent_users(source: Literal["history", "ledger"], since: datetime, limit: int) -> list[str]:
+    """Users with stored messages (``history``) or billed tokens (``ledger``) since ``since``."""
+    model = StoredMessage if source == "history" else LedgerEntry
+    rows = (
+        model.objects.filter(created_at__gt=since)
+        .values_list("user_id", flat=True)
+        .order_by("user_id")
+        .distinct()
+    )
+    return list(rows[:limit])
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    id: int
+    created_at: datetime
+    user: str
+    agent: str
+    experiment: str
+    variant: str
+    judge: str
+    criterion: str
+    score: int
+    reasoning: str
+    judge_model: str
+    completion_id: str
+
+
+@dataclass(frozen=True)
+class VariantStats:
+    agent: str
+    users: int
+    requests: int
+    tokens: int
+    scores: dict[str, float]  # mean by "judge.criterion"
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """The mean of one series (a "judge.criterion", or a variant) in one time bucket."""
+
+    bucket: datetime
+    series: str
+    mean: float
+    count: int
+
+
+def scores(
+    agent: str | None, experiment: str | None, judge: str | None, before_id: int | None, limit: int
+) -> list[ScoreRow]:
+    """Judge scores, newest first, filtered by whatever is given."""
+    rows = JudgeScore.objects.all()
+    for field, value in (("agent", agent), ("experiment", experiment), ("judge", judge)):
+        if value:
+            rows = rows.filter(**{field: value})
+    if before_id is not None:
+        rows = rows.filter(id__lt=before_id)
+    fields = [name for name in ScoreRow.__dataclass_fields__ if name != "user"]
+    return [
+        ScoreRow(user=values.pop("user_id"), **values)
+        for values in rows.order_by("-id").values("user_id", *fields)[:limit]
+    ]
+
+
+def experiment_stats(experiment: str, variants: list[str]) -> list[VariantStats]:
+    """Per variant: the users it served, its requests and tokens (billed turns only, so not
+    shadow runs), and its mean score per judge criterion inside the experiment."""
+    traffic = {
+        row["variant"]: row
+        for row in LedgerEntry.objects.filter(experiment=experiment)
+        .values("variant")
+        .annotate(
+            users=Count("user_id", distinct=True),
+            requests=Count("completion_id", distinct=True),
+            tokens=Sum("total_tokens"),
+        )
+    }
+    means: dict[str, dict[str, float]] = {}
+    for row in (
+        JudgeScore.objects.filter(experiment=experiment)
+        .values("variant", "judge", "criterion")
+        .annotate(mean=Avg("score"))
+    ):
+        key = f"{row['judge']}.{row['criterion']}"
+        means.setdefault(row["variant"], {})[key] = round(float(row["mean"]), 2)
+    return [
+        VariantStats(
+            agent=name,
+            users=traffic.get(name, {}).get("users", 0),
+            requests=traffic.get(name, {}).get("requests", 0),
+            tokens=traffic.get(name, {}).get("tokens") or 0,
+            scores=dict(sorted(means.get(name, {}).items())),
+        )
+        for name in variants
+    ]
+
+
+def score_trend(
+    *, agent: str | None = None, experiment: str | None = None, since: datetime
+) -> tuple[str, dict[str, list[TrendPoint]]]:
+    """Mean scores over time: for an agent, one series per "judge.criterion"; for an
+    experiment, per criterion one series per variant. Hourly buckets when the data spans
+    two days or less, else daily. Returns (the bucket size, the points by chart)."""
+    rows = JudgeScore.objects.filter(created_at__gt=since)
+    rows = rows.filter(agent=agent) if agent else rows.filter(experiment=experiment)
+    earliest = rows.aggregate(earliest=Min("created_at"))["earliest"]
+    hourly = earliest is None or timezone.now() - earliest <= timedelta(days=2)
+    truncate = TruncHour if hourly else TruncDay
+    per_variant = ("variant",) if not agent else ()
+    grouped = (
+        rows.annotate(bucket=truncate("created_at"))
+        .values("bucket", "judge", "criterion", *per_variant)
+        .annotate(mean=Avg("score"), count=Count("id"))
+        .order_by("bucket")
+    )
+    charts: dict[str, list[TrendPoint]] = {}
+    for row in grouped:
+        metric = f"{row['judge']}.{row['criterion']}"
+        chart, series = ("scores", metric) if agent else (metric, row["variant"])
+        point = TrendPoint(row["bucket"], series, float(row["mean"]), row["count"])
+        charts.setdefault(chart, []).append(point)
+    return ("hour" if hourly else "day"), dict(sorted(charts.items()))

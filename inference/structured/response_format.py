@@ -1,0 +1,143 @@
+"""``response_format``: parsing and checking it up front (DESIGN 4.4)."""
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from jsonschema import validators
+from jsonschema.exceptions import SchemaError
+from jsonschema.protocols import Validator
+from referencing import Registry, Resource
+from referencing.exceptions import NoSuchResource, Unresolvable
+from referencing.jsonschema import DRAFT202012
+
+from inference.errors import ApiError, invalid_request
+from inference.providers.types import ResponseFormat
+from inference.structured.regex import check_patterns, linear_time
+
+
+def parse_response_format(raw: dict[str, Any] | None) -> ResponseFormat | None:
+    if raw is None:
+        return None
+    kind = raw.get("type")
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return ResponseFormat(kind="json_object")
+    if kind != "json_schema":
+        raise invalid_request(
+            "response_format.type must be 'text', 'json_object' or 'json_schema'",
+            param="response_format.type",
+            code="invalid_response_format",
+        )
+    wrapper = raw.get("json_schema")
+    if not isinstance(wrapper, dict):
+        raise invalid_request(
+            "response_format.json_schema must be an object holding the JSON Schema",
+            param="response_format.json_schema",
+            code="invalid_response_format",
+        )
+    # The OpenAI shape wraps the schema ({name, schema, strict}); a bare schema is accepted too.
+    wrapped = isinstance(wrapper.get("schema"), dict)
+    schema = wrapper["schema"] if wrapped else wrapper
+    check_reply_schema(
+        schema, "response_format.json_schema.schema" if wrapped else "response_format.json_schema"
+    )
+    name = wrapper.get("name") if wrapped and isinstance(wrapper.get("name"), str) else "response"
+    return ResponseFormat(
+        kind="json_schema", schema=schema, name=name, strict=bool(wrapper.get("strict", False))
+    )
+
+
+# Deeper schemas would exhaust the stack of the recursive validator (a 500).
+MAX_SCHEMA_DEPTH = 64
+
+
+def _refuse_retrieval(uri: str) -> Resource:
+    raise NoSuchResource(ref=uri)
+
+
+# The schema comes from the client: following its remote $refs would let any client make
+# the gateway fetch any URL. Only references inside the schema itself resolve.
+_LOCAL_ONLY: Registry = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+
+
+def schema_validator(schema: dict[str, Any]) -> Validator:
+    """The validator of replies against ``schema``: its regexes run on RE2."""
+    validator_class = validators.validator_for(schema, default=validators.Draft202012Validator)
+    return linear_time(validator_class)(schema, registry=_LOCAL_ONLY)
+
+
+def check_reply_schema(schema: dict[str, Any], param: str) -> None:
+    """400 naming ``param`` unless replies can be validated against ``schema``: a valid
+    JSON Schema whose patterns all run on RE2."""
+    check_json_schema(schema, param)
+    check_patterns(schema, param)
+
+
+def check_json_schema(
+    schema: dict[str, Any], param: str, code: str = "invalid_json_schema"
+) -> None:
+    """400 naming ``param`` unless ``schema`` is a valid JSON Schema whose ``$ref``s all
+    resolve inside it."""
+
+    def reject(message: str) -> ApiError:
+        return invalid_request(f"{param} {message}", param=param, code=code)
+
+    if nesting_depth(schema) > MAX_SCHEMA_DEPTH:
+        raise reject(f"is nested deeper than {MAX_SCHEMA_DEPTH} levels of objects and arrays")
+    try:
+        json.dumps(schema, allow_nan=False)
+    except ValueError as error:
+        raise reject("must not contain NaN or infinite numbers") from error
+    validator = validators.validator_for(schema, default=validators.Draft202012Validator)
+    try:
+        validator.check_schema(schema)
+    except SchemaError as error:
+        location = "/".join(str(part) for part in error.path) or "(root)"
+        raise reject(f"is not a valid JSON Schema at {location}: {error.message}") from error
+    root = Resource.from_contents(schema, default_specification=DRAFT202012)
+    resolver = _LOCAL_ONLY.resolver_with_root(root)
+    for reference in _references(schema):
+        try:
+            resolver.lookup(reference)
+        except Unresolvable as error:
+            raise reject(
+                f"has a $ref that does not resolve inside the schema: {reference!r} "
+                "(remote references are not fetched)"
+            ) from error
+
+
+def nesting_depth(value: Any) -> int:
+    """How deep objects and arrays nest in ``value`` (without recursion: the value may be
+    nested far deeper than the interpreter's stack)."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _references(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "$ref" and isinstance(item, str):
+                yield item
+            else:
+                yield from _references(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _references(item)
+
+
+def structured_output_instruction(response_format: ResponseFormat) -> str:
+    if response_format.schema is None:
+        return "Reply with a single valid JSON object and nothing else: no prose, no code fence."
+    return (
+        "Reply with a single JSON value that validates against this JSON Schema, and nothing "
+        "else: no prose, no code fence.\n" + json.dumps(response_format.schema, sort_keys=True)
+    )

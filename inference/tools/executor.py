@@ -1,0 +1,115 @@
+"""Running the agent's own tools: an MCP server's tool, or a subagent (DESIGN 4.7).
+
+A subagent answers in a fresh conversation under its own preamble and tools, one level
+deeper; an agent at ``MAX_SUBAGENT_DEPTH`` has its subagent calls refused. Whatever goes
+wrong in a tool is reported to the model as the tool's result, never to the client.
+"""
+
+import json
+import random
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.utils import timezone
+
+from agents.schema import AgentConfig, Config
+from inference.engine import Engine
+from inference.errors import ApiError, ToolFailed
+from inference.ledger.database import in_database
+from inference.providers.base import ProviderError, arguments_object
+from inference.providers.types import ChatRequest, Message, ToolCall, Usage
+from inference.routing.experiments import bandit_arms, route
+from inference.tools.loop import ToolLoop
+from inference.tools.toolbox import AgentTool, Toolbox, build_toolbox
+
+MAX_SUBAGENT_DEPTH = 4
+_rng = random.Random()
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Who a conversation runs for, and how deep in subagent calls it is (0: the agent
+    the client called)."""
+
+    config: Config
+    engine: Engine
+    user_id: str
+    depth: int = 0
+
+
+class ToolExecutor:
+    def __init__(self, context: CallContext, toolbox: Toolbox) -> None:
+        self.context = context
+        self.toolbox = toolbox
+
+    async def run(self, call: ToolCall) -> tuple[Message, Usage]:
+        tool = self.toolbox.agent_tools[call.name]
+        usage = Usage()
+        try:
+            if tool.kind == "mcp":
+                text = await self._mcp(tool, arguments_object(call.arguments))
+            else:
+                text, usage = await self._subagent(tool.name, call.arguments)
+        except ToolFailed as failure:
+            text = f"Error: {failure}"
+            usage = failure.usage
+        return Message(role="tool", content=text, tool_call_id=call.id, name=call.name), usage
+
+    async def _mcp(self, tool: AgentTool, arguments: dict[str, Any]) -> str:
+        server = self.context.engine.mcp.server(tool.server)
+        if server is None:
+            raise ToolFailed(f"MCP server '{tool.server}' is not configured any more")
+        return await server.call(tool.name, arguments)
+
+    async def _subagent(self, name: str, arguments: str) -> tuple[str, Usage]:
+        context = self.context
+        if context.depth >= MAX_SUBAGENT_DEPTH:
+            raise ToolFailed(
+                f"subagent '{name}' was not called: subagents may nest at most "
+                f"{MAX_SUBAGENT_DEPTH} levels deep"
+            )
+        message = _message_argument(arguments)
+        agent = await resolve_subagent(context, name)
+        deeper = replace(context, depth=context.depth + 1)
+        provider = context.engine.providers.provider(
+            agent.provider, context.config.providers[agent.provider]
+        )
+        try:
+            toolbox = await build_toolbox(
+                agent, context.config, context.engine.mcp, (), provider.tool_names
+            )
+        except ApiError as error:
+            raise ToolFailed(f"subagent '{name}' cannot run: {error.message}") from error
+        request = ChatRequest(
+            model=agent.model,
+            system=agent.preamble,
+            messages=(Message(role="user", content=message),),
+            tools=toolbox.specs,
+        )
+        loop = ToolLoop(provider, toolbox, ToolExecutor(deeper, toolbox).run)
+        try:
+            answer = await loop.complete(request)
+        except ProviderError as error:
+            raise ToolFailed(f"subagent '{name}' failed: {error.message}", error.usage) from error
+        return answer.text, loop.spent
+
+
+async def resolve_subagent(context: CallContext, name: str) -> AgentConfig:
+    """The agent behind a subagent name: an agent, or an experiment's variant for the user
+    (a shadow experiment's primary)."""
+    arms = await in_database(bandit_arms, context.config, name, timezone.now())
+    try:
+        return route(context.config, name, context.user_id, arms, _rng).agent
+    except ApiError as error:
+        raise ToolFailed(error.message) from error
+
+
+def _message_argument(arguments: str) -> str:
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        value = None
+    message = value.get("message") if isinstance(value, dict) else None
+    if not isinstance(message, str):
+        raise ToolFailed('a subagent takes one argument: {"message": "<what to ask>"}')
+    return message

@@ -1,0 +1,224 @@
+"""One conversation with a model, from the request to its final answer (DESIGN 3.1, 4.4, 4.7).
+
+Each round is one provider call. A round whose tool calls are all the agent's own is
+run by the gateway and the loop goes on (at most ``MAX_TOOL_ROUNDS`` such rounds); a
+round that calls any client tool ends the turn, after the gateway ran its own calls of
+that round (they are kept in ``exchange`` for the client's follow-up); a final text
+answer is validated against ``response_format`` and sent back for repair while it does
+not match. Usage of every round, repair and subagent adds up in ``spent``.
+
+Streaming: the client sees only the final answer (or the client-tool calls). When the
+agent has tools of its own, each round is collected before it is known to be the last;
+without them the first round is the last and is relayed as it arrives.
+"""
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from inference.providers.base import Provider, ProviderError
+from inference.providers.types import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    ResponseFormat,
+    StreamAccumulator,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+)
+from inference.structured.repair import strip_fence, validation_errors, with_repair_turn
+from inference.tools.toolbox import Toolbox
+
+MAX_TOOL_ROUNDS = 8
+_REPLAY_CHUNK = 40
+
+RunTool = Callable[[ToolCall], Awaitable[tuple[Message, Usage]]]
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """What the client cannot carry back of a round that ended at client calls: the
+    gateway's own calls of that round with their results, the reasoning the provider
+    needs back with the round (Anthropic's signed thinking), and the provider's
+    signatures of the client's calls (Gemini refuses a follow-up whose calls lost theirs)."""
+
+    calls: tuple[ToolCall, ...] = ()
+    results: tuple[Message, ...] = ()
+    reasoning: tuple[Any, ...] = ()
+    signatures: tuple[tuple[str, str], ...] = ()  # (client call id, signature)
+
+
+def exchange_of(
+    own: list[ToolCall],
+    results: tuple[Message, ...],
+    client: list[ToolCall],
+    reasoning: tuple[Any, ...],
+) -> Exchange | None:
+    """The exchange to keep for a round that ended at ``client`` calls (None: nothing)."""
+    signatures = tuple((call.id, call.signature) for call in client if call.signature)
+    if not (own or reasoning or signatures):
+        return None
+    return Exchange(tuple(own), results, reasoning, signatures)
+
+
+class ToolLoop:
+    def __init__(
+        self,
+        provider: Provider,
+        toolbox: Toolbox,
+        run_tool: RunTool | None = None,
+        response_format: ResponseFormat | None = None,
+        max_repairs: int = 0,
+    ) -> None:
+        self.provider = provider
+        self.toolbox = toolbox
+        self.run_tool = run_tool
+        self.response_format = response_format
+        self.max_repairs = max_repairs
+        self.spent = Usage()
+        self.final: ChatResponse | None = None  # the answer, once there is one
+        self.exchange: Exchange | None = None
+        self.current: StreamAccumulator | None = None  # a streamed round under way
+        self._rounds = 0
+        self._repairs = 0
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        while True:
+            try:
+                reply = await self.provider.complete(request)
+            except ProviderError as error:
+                error.usage = self.spent + error.usage
+                raise
+            self.spent += reply.usage
+            step = await self._after(request, reply)
+            if isinstance(step, ChatResponse):
+                self.final = step
+                return step
+            request = step
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """The final answer's text and client tool calls, as events (then see ``final``)."""
+        if self.response_format is not None:
+            final = await self.complete(request)  # validated before anything is sent
+            for event in _replay(final):
+                yield event
+            return
+        if not self.toolbox.agent_tools:
+            async for event in self._relayed(request):
+                yield event
+            return
+        while True:
+            reply = await self._collected(request)
+            step = await self._after(request, reply)
+            if isinstance(step, ChatResponse):
+                self.final = step
+                for event in _replay(step):
+                    yield event
+                return
+            request = step
+
+    async def _relayed(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """The only round, relayed as it arrives (tool names as the client knows them)."""
+        self.current = accumulator = StreamAccumulator()
+        async for event in self.provider.stream(request):
+            accumulator.add(event)
+            if isinstance(event, TextDelta) and event.text:
+                yield event
+            elif isinstance(event, ToolCallDelta):
+                name = self.toolbox.client_names.get(event.name or "", event.name)
+                yield replace(event, name=name)
+        self.current = None
+        self.spent += accumulator.usage
+        reply = accumulator.response()
+        if reply.tool_calls:
+            self.exchange = exchange_of([], (), list(reply.tool_calls), reply.reasoning)
+        calls = tuple(self.toolbox.to_client(call) for call in reply.tool_calls)
+        self.final = replace(reply, usage=self.spent, tool_calls=calls)
+
+    async def _collected(self, request: ChatRequest) -> ChatResponse:
+        self.current = accumulator = StreamAccumulator()
+        async for event in self.provider.stream(request):
+            accumulator.add(event)
+        self.current = None
+        self.spent += accumulator.usage
+        return accumulator.response()
+
+    async def _after(self, request: ChatRequest, reply: ChatResponse) -> ChatResponse | ChatRequest:
+        """The turn's answer, or the request of the next round."""
+        if reply.tool_calls:
+            return await self._tool_round(request, reply)
+        if self.response_format is None:
+            return replace(reply, usage=self.spent)
+        text = strip_fence(reply.text)
+        errors = validation_errors(text, self.response_format)
+        if not errors:
+            return replace(reply, text=text, usage=self.spent)
+        if self._repairs >= self.max_repairs:
+            raise ProviderError(
+                502,
+                f"The model's reply did not match response_format after {self.max_repairs} "
+                f"repair attempt(s): {'; '.join(errors)}",
+                code="structured_output_invalid",
+                usage=self.spent,
+            )
+        self._repairs += 1
+        return with_repair_turn(request, reply.text, errors)
+
+    async def _tool_round(
+        self, request: ChatRequest, reply: ChatResponse
+    ) -> ChatResponse | ChatRequest:
+        self._rounds += 1
+        if self._rounds > MAX_TOOL_ROUNDS:
+            raise ProviderError(
+                502,
+                f"The agent made tool calls in {MAX_TOOL_ROUNDS} rounds without a final answer "
+                f"(the tool loop is limited to {MAX_TOOL_ROUNDS} rounds)",
+                code="tool_loop_limit",
+                usage=self.spent,
+            )
+        own = [call for call in reply.tool_calls if call.name not in self.toolbox.client_names]
+        client = [call for call in reply.tool_calls if call.name in self.toolbox.client_names]
+        ran = await asyncio.gather(*(self._run(call) for call in own))
+        results = tuple(message for message, _ in ran)
+        for _, usage in ran:
+            self.spent += usage
+        if client:
+            self.exchange = exchange_of(own, results, client, reply.reasoning)
+            calls = tuple(self.toolbox.to_client(call) for call in client)
+            return replace(reply, finish_reason="tool_calls", usage=self.spent, tool_calls=calls)
+        # The client's tool_choice applies to the first round; later rounds choose freely.
+        choice = request.tool_choice
+        if choice is not None and choice.mode == "required":
+            choice = None
+        assistant = Message(
+            role="assistant",
+            content=reply.text,
+            tool_calls=reply.tool_calls,
+            reasoning=reply.reasoning,
+        )
+        return replace(
+            request, messages=(*request.messages, assistant, *results), tool_choice=choice
+        )
+
+    async def _run(self, call: ToolCall) -> tuple[Message, Usage]:
+        if call.name not in self.toolbox.agent_tools or self.run_tool is None:
+            text = f"Error: there is no tool named '{call.name}'."
+            return Message(role="tool", content=text, tool_call_id=call.id, name=call.name), Usage()
+        return await self.run_tool(call)
+
+
+def _replay(final: ChatResponse) -> list[StreamEvent]:
+    """A whole answer as stream events: its text in pieces, then each client tool call."""
+    events: list[StreamEvent] = [
+        TextDelta(final.text[start : start + _REPLAY_CHUNK])
+        for start in range(0, len(final.text), _REPLAY_CHUNK)
+    ]
+    events += [
+        ToolCallDelta(index=index, id=call.id, name=call.name, arguments=call.arguments)
+        for index, call in enumerate(final.tool_calls)
+    ]
+    return events

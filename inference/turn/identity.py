@@ -1,0 +1,39 @@
+"""Who the request is for: the authenticated principal when ``auth.proxy.bind_user`` is on
+(nothing the client sends can override it), else ``safety_identifier``, else ``user``, else
+the ``X-User-Id`` header, else the config's ``default_user_id``."""
+
+from agents.schema import Config
+from inference.errors import invalid_request
+from inference.wire.client_request import ClientRequest
+from inference.wire.wellformed import has_lone_surrogate
+
+MAX_USER_ID_LENGTH = 255  # the width of the user_id columns
+
+
+def resolve_user_id(client: ClientRequest, config: Config) -> str:
+    for field, candidate in (
+        ("the authenticated principal", client.bound_user),
+        ("safety_identifier", client.safety_identifier),
+        ("user", client.user),
+        ("X-User-Id", client.header_user),
+        ("default_user_id", config.default_user_id),
+    ):
+        if candidate is not None and candidate.strip():
+            if (
+                len(candidate) > MAX_USER_ID_LENGTH
+                or "\x00" in candidate
+                or has_lone_surrogate(candidate)
+            ):
+                raise invalid_request(
+                    f"{field} must be at most {MAX_USER_ID_LENGTH} characters of valid Unicode "
+                    "text, without NUL",
+                    param=field,
+                    code="invalid_user",
+                )
+            return candidate
+    raise invalid_request(
+        "safety_identifier is required: send a stable id of the end user "
+        "(or configure default_user_id)",
+        param="safety_identifier",
+        code="missing_user",
+    )

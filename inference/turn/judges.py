@@ -1,0 +1,172 @@
+"""LLM judges: after a reply is sent, each judge of the answering agent scores it in the
+background (DESIGN 4.6).
+
+A judge sees the last user message and the reply and answers, through the structured
+output machinery (so on any provider kind, repaired if need be), one object keyed by
+criterion: ``{score: 0..10, reasoning: one sentence}``. Each criterion becomes a score
+row; a judge that fails is recorded as a failed run. Nothing here reaches the user or
+their bill.
+"""
+
+import asyncio
+import json
+import logging
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from agents.schema import Config, JudgeConfig
+from core.logformat import log_event
+from core.metrics import observe_judge_scores
+from inference.engine import Engine
+from inference.ledger.database import in_database
+from inference.models import JudgeRun, JudgeScore
+from inference.providers.base import ProviderError
+from inference.providers.types import ChatRequest, Message, ResponseFormat
+from inference.structured.response_format import structured_output_instruction
+from inference.tools.loop import ToolLoop
+from inference.tools.toolbox import Toolbox
+
+logger = logging.getLogger("gateway.judges")
+
+_SCORE = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "integer", "minimum": 0, "maximum": 10},
+        "reasoning": {"type": "string"},
+    },
+    "required": ["score", "reasoning"],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True)
+class JudgedReply:
+    """A reply to judge, and whose it was."""
+
+    completion_id: str
+    user_id: str
+    agent: str
+    experiment: str
+    variant: str
+    user_text: str
+    reply: str
+
+
+def sampled_judges(
+    config: Config, agent_judges: list[str], rng: random.Random
+) -> list[JudgeConfig]:
+    """The agent's judges that this reply draws (each with its own ``sampling_rate``)."""
+    judges = [config.judge(name) for name in agent_judges]
+    return [judge for judge in judges if judge is not None and rng.random() < judge.sampling_rate]
+
+
+def verdict_format(judge: JudgeConfig) -> ResponseFormat:
+    criteria = list(judge.rubrics)
+    schema = {
+        "type": "object",
+        "properties": dict.fromkeys(criteria, _SCORE),
+        "required": criteria,
+        "additionalProperties": False,
+    }
+    return ResponseFormat(kind="json_schema", schema=schema, name="verdict", strict=True)
+
+
+def judge_request(judge: JudgeConfig, subject: JudgedReply) -> ChatRequest:
+    response_format = verdict_format(judge)
+    rubric = "\n".join(f"- {criterion}: {text}" for criterion, text in judge.rubrics.items())
+    system = (
+        "You are an impartial judge of an AI assistant's reply. For each criterion below, "
+        "give an integer score from 0 (worst) to 10 (best) and one sentence of reasoning.\n\n"
+        f"Criteria:\n{rubric}\n\n{structured_output_instruction(response_format)}"
+    )
+    conversation = (
+        f"The user wrote:\n<<<\n{subject.user_text}\n>>>\n\n"
+        f"The assistant replied:\n<<<\n{subject.reply}\n>>>"
+    )
+    return ChatRequest(
+        model=judge.model,
+        system=system,
+        messages=(Message(role="user", content=conversation),),
+        response_format=response_format,
+    )
+
+
+async def judge_reply(
+    judge: JudgeConfig, subject: JudgedReply, config: Config, engine: Engine
+) -> None:
+    """Score one reply with one judge and record the outcome, whatever it is."""
+    provider = engine.providers.provider(judge.provider, config.providers[judge.provider])
+    request = judge_request(judge, subject)
+    loop = ToolLoop(
+        provider,
+        Toolbox(),
+        response_format=request.response_format,
+        max_repairs=config.structured_output.max_repairs,
+    )
+    verdict: dict[str, Any] | None = None
+    error = ""
+    try:
+        verdict = json.loads((await loop.complete(request)).text)
+    except ProviderError as failure:
+        error = failure.message
+    except asyncio.CancelledError:
+        # Shutdown ran out of patience with this judge: say so, since nothing is recorded.
+        log_event(
+            logger,
+            "judged",
+            logging.WARNING,
+            completion_id=subject.completion_id,
+            judge=judge.name,
+            status="cancelled",
+            error="the gateway stopped before the judge answered",
+        )
+        raise
+    except Exception as failure:
+        logger.exception("judge %s failed on %s", judge.name, subject.completion_id)
+        error = f"internal error: {type(failure).__name__}"
+    await in_database(record_verdict, judge, subject, verdict, error)
+    if verdict is not None:
+        scores = {criterion: verdict[criterion]["score"] for criterion in judge.rubrics}
+        observe_judge_scores(judge.name, subject.agent, scores)
+    log_event(
+        logger,
+        "judged",
+        completion_id=subject.completion_id,
+        judge=judge.name,
+        status="ok" if verdict is not None else "failed",
+        error=error,
+    )
+
+
+def record_verdict(
+    judge: JudgeConfig, subject: JudgedReply, verdict: dict[str, Any] | None, error: str
+) -> None:
+    common = {
+        "completion_id": subject.completion_id,
+        "user_id": subject.user_id,
+        "agent": subject.agent,
+        "experiment": subject.experiment,
+        "variant": subject.variant,
+        "judge": judge.name,
+        "judge_model": judge.model,
+    }
+    with transaction.atomic():
+        run = JudgeRun.objects.create(
+            **common, status="ok" if verdict is not None else "failed", error=error
+        )
+        if verdict is None:
+            return
+        JudgeScore.objects.bulk_create(
+            JudgeScore(
+                run=run,
+                created_at=run.created_at,
+                criterion=criterion,
+                score=verdict[criterion]["score"],
+                reasoning=verdict[criterion]["reasoning"],
+                **common,
+            )
+            for criterion in judge.rubrics
+        )

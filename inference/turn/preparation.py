@@ -1,0 +1,268 @@
+"""Everything decided about a turn before the model is called (DESIGN 4.1).
+
+identify the user → parse metadata limits and language → check token budgets (and
+reserve the turn's tokens) and load what the database holds for the turn (history,
+stored tool exchanges, a bandit's means) in one call → require a user message → route to an agent (an experiment's variant) →
+gather its tools → build its request.
+"""
+
+import asyncio
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+
+from django.utils import timezone
+
+from agents.schema import AgentConfig, Config
+from core.requestlog import RequestLog
+from inference.engine import Engine
+from inference.errors import ApiError, invalid_request
+from inference.ledger.budgets import release, reservation_size, reserve
+from inference.ledger.database import in_database
+from inference.ledger.history import load_history
+from inference.ledger.tokens import estimate_tokens
+from inference.providers.base import Provider
+from inference.providers.types import ChatRequest, Message
+from inference.routing.experiments import Arm, Routing, bandit_arms, route
+from inference.tools.exchanges import load_exchanges, with_exchanges
+from inference.tools.loop import Exchange
+from inference.tools.toolbox import Toolbox, build_toolbox
+from inference.turn.identity import resolve_user_id
+from inference.turn.options import RequestOptions, parse_options
+from inference.turn.prompt import build_chat_request
+from inference.wire.client_request import ClientRequest
+
+logger = logging.getLogger("gateway.inference")
+_rng = random.Random()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """The conversation as the turn found it, before any agent is chosen: every agent
+    that runs for the turn (the answering one, shadow variants) starts from it."""
+
+    client: ClientRequest
+    options: RequestOptions
+    history: tuple[Message, ...]
+    exchanges: dict[str, Exchange]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What the database holds for the turn, read (and reserved) before the call."""
+
+    reservation: int | None  # the budget reservation, when the request carries caps
+    history: list[Message]
+    exchanges: dict[str, Exchange]
+    arms: dict[str, Arm]
+
+
+@dataclass(frozen=True)
+class AgentCall:
+    """One agent's side of the turn: its provider, its tools, its request."""
+
+    agent: AgentConfig
+    provider: Provider
+    toolbox: Toolbox
+    request: ChatRequest
+
+
+@dataclass(frozen=True)
+class Turn:
+    completion_id: str
+    created: int
+    user_id: str
+    requested_model: str  # what the client sent as model: history is kept under it
+    routing: Routing
+    setting: Setting
+    call: AgentCall  # the answering agent's
+    user_text: str
+    include_usage: bool
+    reservation: int | None = None  # settled by the turn's ledger row
+
+    @property
+    def agent(self) -> AgentConfig:
+        return self.call.agent
+
+    @property
+    def remembers(self) -> bool:
+        """Whether the turn is kept in history (not for a stateless call or agent)."""
+        return self.setting.options.history and self.agent.history
+
+
+async def prepare_turn(
+    client: ClientRequest,
+    config: Config,
+    engine: Engine,
+    log: RequestLog,
+    id_prefix: str = "chatcmpl-",
+) -> Turn:
+    user_id = resolve_user_id(client, config)
+    log.user = user_id
+    options = parse_options(client.metadata)
+    if _reads_nothing(config, client, options):
+        stored = Stored(reservation=None, history=[], exchanges={}, arms={})
+    else:
+        stored = await _stored(config, client, engine, user_id, options)
+    try:
+        return await _turn(client, config, engine, log, id_prefix, user_id, options, stored)
+    except BaseException:
+        # The turn never reached the call whose recording settles the reservation.
+        if stored.reservation is not None:
+            await asyncio.shield(release_quietly(stored.reservation))
+        raise
+
+
+async def _stored(
+    config: Config, client: ClientRequest, engine: Engine, user_id: str, options: RequestOptions
+) -> Stored:
+    """What the turn needs from the database. The call's unit of work commits even if the
+    request is cancelled while it runs (a client that went away): its reservation is then
+    released in the background rather than held until it expires."""
+    now = timezone.now()
+    reading = asyncio.ensure_future(
+        in_database(_before_the_call, config, client, user_id, options, now)
+    )
+    try:
+        return await asyncio.shield(reading)
+    except asyncio.CancelledError:
+        reading.add_done_callback(partial(_release_orphan, engine))
+        raise
+
+
+async def release_quietly(reservation: int) -> None:
+    """Give back a reservation that no ledger row will settle. A failure is logged, never
+    raised over what the caller is handling: the reservation then expires on its own."""
+    try:
+        await in_database(release, reservation)
+    except Exception:
+        logger.exception("could not release budget reservation %s", reservation)
+
+
+def _release_orphan(engine: Engine, reading: "asyncio.Future[Stored]") -> None:
+    if reading.cancelled() or reading.exception() is not None:
+        return
+    if (reservation := reading.result().reservation) is not None:
+        engine.background.spawn(release_quietly(reservation), name="release reservation")
+
+
+async def _turn(
+    client: ClientRequest,
+    config: Config,
+    engine: Engine,
+    log: RequestLog,
+    id_prefix: str,
+    user_id: str,
+    options: RequestOptions,
+    stored: Stored,
+) -> Turn:
+    if client.user_text is None:
+        raise invalid_request(
+            f"{client.conversation_param} must contain at least one message with role 'user'",
+            param=client.conversation_param,
+            code="missing_user_message",
+        )
+    routing = route(config, client.model, user_id, stored.arms, _rng)
+    log.agent, log.provider = routing.agent.name, routing.agent.provider
+    log.experiment, log.variant = routing.experiment, routing.variant
+    history = stored.history if routing.agent.history else []
+    setting = Setting(client, options, tuple(history), stored.exchanges)
+    return Turn(
+        completion_id=f"{id_prefix}{uuid.uuid4().hex}",
+        created=int(time.time()),
+        user_id=user_id,
+        requested_model=client.model,
+        routing=routing,
+        setting=setting,
+        call=await agent_call(routing.agent, setting, config, engine),
+        user_text=client.user_text,
+        include_usage=client.include_usage,
+        reservation=stored.reservation,
+    )
+
+
+async def agent_call(
+    agent: AgentConfig, setting: Setting, config: Config, engine: Engine
+) -> AgentCall:
+    """``agent``'s request for the turn: its preamble, its tools and the client's, the
+    conversation with the tool names its provider knows."""
+    client = setting.client
+    provider = engine.providers.provider(agent.provider, config.providers[agent.provider])
+    toolbox = await build_toolbox(agent, config, engine.mcp, client.tools, provider.tool_names)
+    own = tuple(toolbox.to_provider(message) for message in client.messages)
+    conversation = [*setting.history, *with_exchanges(own, setting.exchanges)]
+    request = build_chat_request(agent, client, setting.options, conversation, toolbox)
+    return AgentCall(agent, provider, toolbox, request)
+
+
+def live_config(config: Config | None, problems: list[str]) -> Config:
+    """The live config; without one, a 503 that says so but never what the problems are
+    (they name the file's contents, secrets' places included: the log and the admin
+    show them)."""
+    if config is None:
+        detail = (
+            f"its config file is invalid ({len(problems)} problems)"
+            if problems
+            else "no config file is loaded"
+        )
+        raise ApiError(
+            503,
+            f"The gateway cannot serve requests: {detail}. The server log and the admin "
+            "(/admin) say what to fix.",
+            code="config_unavailable",
+        )
+    return config
+
+
+def _before_the_call(
+    config: Config, client: ClientRequest, user_id: str, options: RequestOptions, now: datetime
+) -> Stored:
+    replays = _replays(config, client, options)
+    history = load_history(user_id, client.model, config.history) if replays else []
+    call_ids = [call.id for message in client.messages for call in message.tool_calls]
+    exchanges = load_exchanges(user_id, call_ids, now)
+    arms = bandit_arms(config, client.model, now)
+    # Last: nothing that may fail comes between the reservation and its return.
+    tokens = _reservation_tokens(config, client, history)
+    reservation = reserve(user_id, options.caps, tokens, now)
+    return Stored(reservation, history, exchanges, arms)
+
+
+def _reads_nothing(config: Config, client: ClientRequest, options: RequestOptions) -> bool:
+    """Whether the turn needs nothing from the database (no budget to check, no history to
+    replay, no tool round to restore, no experiment to route), so it skips the call."""
+    return (
+        not options.caps
+        and not _replays(config, client, options)
+        and not any(message.tool_calls for message in client.messages)
+        and config.experiment(client.model) is None
+    )
+
+
+def _replays(config: Config, client: ClientRequest, options: RequestOptions) -> bool:
+    """Whether the turn starts from the user's stored history."""
+    agent = config.agent(client.model)
+    stateless = not options.history or (agent is not None and not agent.history)
+    return not (client.manages_history or stateless)
+
+
+def _reservation_tokens(config: Config, client: ClientRequest, history: list[Message]) -> int:
+    """The estimated prompt plus the reply's limit. The prompt: the longest preamble of the
+    agents the model may route to, the replayed history, the request's system part and its
+    messages."""
+    agents = [config.agent(client.model)]
+    if (experiment := config.experiment(client.model)) is not None:
+        agents = [config.agent(variant.agent) for variant in experiment.variants]
+    preamble = max(
+        (estimate_tokens(agent.preamble) for agent in agents if agent is not None), default=0
+    )
+    prompt = (
+        "".join(message.content for message in history)
+        + "".join(client.system)
+        + "".join(message.content for message in client.messages)
+    )
+    return reservation_size(estimate_tokens(prompt) + preamble, client.sampling.max_tokens)

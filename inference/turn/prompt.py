@@ -1,0 +1,38 @@
+"""The neutral provider request of a turn (DESIGN 4.2, 4.4, 4.5).
+
+System prompt order: agent preamble, language instruction, the request's own system
+messages, structured-output instruction. The conversation comes ready: stored history
+(if any), then the request's messages with the tool names the provider knows.
+"""
+
+from agents.schema import AgentConfig
+from inference.providers.types import ChatRequest, Message
+from inference.structured.response_format import structured_output_instruction
+from inference.tools.toolbox import Toolbox
+from inference.turn.options import RequestOptions, language_instruction
+from inference.wire.client_request import ClientRequest
+
+
+def build_chat_request(
+    agent: AgentConfig,
+    client: ClientRequest,
+    options: RequestOptions,
+    conversation: list[Message],
+    toolbox: Toolbox,
+) -> ChatRequest:
+    system_parts = [agent.preamble]
+    if options.language is not None:
+        system_parts.append(language_instruction(options.language))
+    system_parts.extend(client.system)
+    if client.response_format is not None:
+        system_parts.append(structured_output_instruction(client.response_format))
+    return ChatRequest(
+        model=agent.model,
+        system="\n\n".join(part for part in system_parts if part.strip()),
+        messages=tuple(conversation),
+        sampling=client.sampling,
+        tools=toolbox.specs,
+        tool_choice=toolbox.choice(client.tool_choice),
+        parallel_tool_calls=client.parallel_tool_calls if toolbox.specs else None,
+        response_format=client.response_format,
+    )

@@ -1,0 +1,95 @@
+"""What a turn leaves in the database: one ledger row (every round, repair and subagent
+call summed) that replaces the turn's budget reservation, the exchange in the user's
+history when the turn produced an answer, and the gateway's half of a tool round that
+ended at client calls.
+
+Turns that end together are written together (``inference.ledger.writer``): one transaction
+for all of them, so each turn's ledger row and the settling of its reservation commit
+at once.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+
+from inference.ledger.history import history_rows
+from inference.models import BudgetReservation, LedgerEntry, StoredMessage, ToolExchange
+from inference.providers.types import ToolCall, Usage
+from inference.tools.exchanges import tool_exchange_rows
+from inference.tools.loop import Exchange
+from inference.turn.preparation import Turn
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """A turn's bill, and ``reply`` to remember in history (None: nothing to remember)."""
+
+    turn: Turn
+    usage: Usage
+    reply: str | None
+    exchange: Exchange | None
+    client_calls: tuple[ToolCall, ...]
+    now: datetime
+
+    @property
+    def read_by_later_requests(self) -> bool:
+        """Whether the user's next request may read what this record writes, so the reply
+        must wait for its commit: history to replay, the gateway's half of a tool round,
+        or the ledger row that replaces a budget reservation (a reservation is an
+        estimate; the next budget check must see the real count). A turn without caps
+        does not wait for its ledger row: a capped request the user sends the moment it
+        is answered may be checked before that row is in (commits take milliseconds)."""
+        remembered = self.reply is not None and self.turn.remembers
+        return remembered or self.exchange is not None or self.turn.reservation is not None
+
+
+def record_turns(records: Sequence[TurnRecord]) -> None:
+    """Write ``records`` in one transaction."""
+    with transaction.atomic():
+        LedgerEntry.objects.bulk_create([_ledger_row(record) for record in records])
+        reservations = [
+            record.turn.reservation for record in records if record.turn.reservation is not None
+        ]
+        if reservations:
+            BudgetReservation.objects.filter(id__in=reservations).delete()
+        history = [
+            row
+            for record in records
+            if record.reply is not None and record.turn.remembers
+            for row in history_rows(
+                record.turn.user_id,
+                record.turn.requested_model,
+                record.turn.user_text,
+                record.reply,
+            )
+        ]
+        if history:
+            StoredMessage.objects.bulk_create(history)
+        exchanges = [
+            row
+            for record in records
+            if record.exchange is not None
+            for row in tool_exchange_rows(
+                record.turn.user_id, [call.id for call in record.client_calls], record.exchange
+            )
+        ]
+        if exchanges:
+            ToolExchange.objects.bulk_create(exchanges)
+
+
+def _ledger_row(record: TurnRecord) -> LedgerEntry:
+    turn, usage = record.turn, record.usage
+    return LedgerEntry(
+        user_id=turn.user_id,
+        agent=turn.agent.name,
+        experiment=turn.routing.experiment,
+        variant=turn.routing.variant,
+        provider=turn.agent.provider,
+        completion_id=turn.completion_id,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_tokens=usage.total_tokens,
+        created_at=record.now,
+    )

@@ -1,0 +1,237 @@
+"""The one owner of a turn once it is prepared: call the model through the tool loop,
+record what was spent and said, and start what follows the reply.
+
+Both ways of answering go through here: ``complete`` for a whole answer, ``open_stream``
+for events as they come. Provider failures leave as ``ApiError``s; the wire modules
+(``openai_wire``) only shape what the runner hands them.
+"""
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Callable, Coroutine
+from functools import partial
+from typing import Any
+
+from django.utils import timezone
+
+from agents.schema import Config
+from core.afterresponse import after_response
+from core.requestlog import RequestLog
+from inference.engine import Engine
+from inference.errors import ApiError
+from inference.ledger.database import in_database
+from inference.ledger.tokens import estimate_tokens
+from inference.providers.base import ProviderError
+from inference.providers.types import (
+    ChatResponse,
+    Finish,
+    StreamEvent,
+    TextDelta,
+    Usage,
+    UsageReport,
+)
+from inference.tools.exchanges import delete_expired
+from inference.tools.executor import CallContext, ToolExecutor
+from inference.tools.loop import ToolLoop
+from inference.turn.judges import JudgedReply, judge_reply, sampled_judges
+from inference.turn.preparation import Turn, release_quietly
+from inference.turn.recording import TurnRecord, record_turns
+from inference.turn.shadows import run_shadow
+
+logger = logging.getLogger("gateway.inference")
+_rng = random.Random()
+
+
+class TurnRunner:
+    def __init__(self, config: Config, engine: Engine, log: RequestLog) -> None:
+        self.config = config
+        self.engine = engine
+        self.log = log
+
+    async def complete(self, turn: Turn) -> ChatResponse:
+        loop = self._loop(turn)
+        try:
+            answer = await loop.complete(turn.call.request)
+        except ProviderError as error:
+            await self._record(turn, loop, error.usage, None)
+            raise self._failure(error) from error
+        except BaseException:
+            # Another failure, or the client went away (cancelled): bill what was spent
+            # and free the budget reservation.
+            await asyncio.shield(self._settle_quietly(turn, loop, loop.spent))
+            raise
+        await self._record(turn, loop, answer.usage, _remembered(answer))
+        self._after_reply(turn, loop, answer)
+        return answer
+
+    async def open_stream(self, turn: Turn) -> AsyncIterator[StreamEvent]:
+        """The answer as events: its text, client tool calls, a ``Finish`` and the total
+        ``UsageReport``. The first event is awaited here, so a failure before it is an
+        HTTP error rather than a stream that ends in one."""
+        events = self._events(turn)
+        try:
+            first = await anext(events)
+        except BaseException:
+            await events.aclose()
+            raise
+        return _starting_with(first, events)
+
+    async def _events(self, turn: Turn) -> AsyncIterator[StreamEvent]:
+        loop = self._loop(turn)
+        sent: list[str] = []
+        outcome = "cut"  # until it is known otherwise, the client went away
+        try:
+            async for event in loop.stream(turn.call.request):
+                if isinstance(event, TextDelta):
+                    sent.append(event.text)
+                yield event
+            assert loop.final is not None
+            yield Finish(loop.final.finish_reason)
+            yield UsageReport(loop.spent)
+            outcome = "done"
+        except ProviderError as error:
+            outcome = "failed"
+            raise self._failure(error) from error
+        except Exception:
+            outcome = "failed"
+            raise
+        finally:
+            # A disconnect cancels this generator at its current await; the bill must be
+            # written all the same (DESIGN 3: tokens already used are recorded).
+            reply = None
+            if outcome == "done" and loop.final is not None:
+                reply = _remembered(loop.final)
+            elif outcome == "cut":
+                reply = "".join(sent)
+            await asyncio.shield(self._record_quietly(turn, loop, _billed(turn, loop), reply))
+            if outcome == "done" and loop.final is not None:
+                self._after_reply(turn, loop, loop.final)
+
+    def _loop(self, turn: Turn) -> ToolLoop:
+        call = turn.call
+        context = CallContext(self.config, self.engine, turn.user_id)
+        return ToolLoop(
+            call.provider,
+            call.toolbox,
+            ToolExecutor(context, call.toolbox).run,
+            call.request.response_format,
+            self.config.structured_output.max_repairs,
+        )
+
+    async def _record(self, turn: Turn, loop: ToolLoop, usage: Usage, reply: str | None) -> None:
+        self.log.tokens = usage.total_tokens
+        self.log.prompt_tokens, self.log.completion_tokens = (
+            usage.prompt_tokens,
+            usage.completion_tokens,
+        )
+        client_calls = loop.final.tool_calls if loop.final is not None else ()
+        exchange = loop.exchange if reply is None and client_calls else None
+        record = TurnRecord(turn, usage, reply, exchange, client_calls, timezone.now())
+        if record.read_by_later_requests:
+            await self.engine.writer.write(record_turns, record)
+        else:
+            written = self.engine.writer.queue(record_turns, record)
+            written.add_done_callback(partial(_log_unrecorded, turn.completion_id))
+
+    async def _record_quietly(
+        self, turn: Turn, loop: ToolLoop, usage: Usage, reply: str | None
+    ) -> None:
+        try:
+            await self._record(turn, loop, usage, reply)
+        except Exception:
+            # The client has its answer already; an error escaping here would hang it.
+            logger.exception("could not record turn %s", turn.completion_id)
+
+    async def _settle_quietly(self, turn: Turn, loop: ToolLoop, usage: Usage) -> None:
+        """End a turn that has no answer: bill ``usage`` if any, else only release the
+        budget reservation."""
+        if usage.total_tokens:
+            await self._record_quietly(turn, loop, usage, None)
+        elif turn.reservation is not None:
+            await release_quietly(turn.reservation)
+
+    def _after_reply(self, turn: Turn, loop: ToolLoop, answer: ChatResponse) -> None:
+        """Work that must not delay the reply: judges, shadow variants, housekeeping. It
+        starts once the response has been sent and runs in the background, owned by the
+        engine (finished or cancelled on shutdown)."""
+        config, engine, routing = self.config, self.engine, turn.routing
+        work: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
+        if not answer.tool_calls:
+            subject = JudgedReply(
+                completion_id=turn.completion_id,
+                user_id=turn.user_id,
+                agent=turn.agent.name,
+                experiment=routing.experiment,
+                variant=routing.variant,
+                user_text=turn.user_text,
+                reply=answer.text,
+            )
+            work += [
+                (f"judge {judge.name}", partial(judge_reply, judge, subject, config, engine))
+                for judge in sampled_judges(config, turn.agent.judges, _rng)
+            ]
+        work += [
+            (f"shadow {shadow.name}", partial(run_shadow, shadow, turn, config, engine))
+            for shadow in routing.shadows
+        ]
+        if loop.exchange is not None:
+            work.append(("expire tool exchanges", partial(_expire_exchanges)))
+
+        def start() -> None:
+            for name, coroutine in work:
+                engine.background.spawn(coroutine(), name=f"{name} ({turn.completion_id})")
+
+        if work:
+            after_response(start)
+
+    def _failure(self, error: ProviderError) -> ApiError:
+        self.log.error = error.code
+        headers = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else None
+        return ApiError(
+            error.status,
+            error.message,
+            code=error.code,
+            error_type=error.error_type,
+            headers=headers,
+        )
+
+
+def _log_unrecorded(completion_id: str, written: asyncio.Future[None]) -> None:
+    if not written.cancelled() and (error := written.exception()) is not None:
+        logger.error("could not record turn %s", completion_id, exc_info=error)
+
+
+def _remembered(answer: ChatResponse) -> str | None:
+    """What history keeps of an answer: its text, unless the turn ended at client tool
+    calls (the follow-up that carries their results keeps the final answer)."""
+    return None if answer.tool_calls else answer.text
+
+
+def _billed(turn: Turn, loop: ToolLoop) -> Usage:
+    """What a streamed turn spent: the finished rounds, and the round under way as the
+    provider reported it, or estimated when it was cut before its usage came."""
+    current = loop.current
+    if current is None:
+        return loop.spent
+    if current.usage.total_tokens:
+        return loop.spent + current.usage
+    request = turn.call.request
+    prompt = request.system + "".join(message.content for message in request.messages)
+    partial = Usage(estimate_tokens(prompt), estimate_tokens("".join(current.text)))
+    return loop.spent + partial
+
+
+async def _expire_exchanges() -> None:
+    await in_database(delete_expired, timezone.now())
+
+
+async def _starting_with(
+    first: StreamEvent, rest: AsyncIterator[StreamEvent]
+) -> AsyncIterator[StreamEvent]:
+    try:
+        yield first
+        async for event in rest:
+            yield event
+    finally:
+        await rest.aclose()  # type: ignore[attr-defined]

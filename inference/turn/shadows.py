@@ -1,0 +1,58 @@
+"""Shadow variants of an experiment: after the primary answered, the other variants
+answer the same conversation in the background (each under its own preamble and tools)
+and are judged; their answers are never stored and their tokens never billed."""
+
+import logging
+import random
+import uuid
+
+from agents.schema import AgentConfig, Config
+from core.logformat import log_event
+from inference.engine import Engine
+from inference.errors import ApiError
+from inference.providers.base import ProviderError
+from inference.tools.executor import CallContext, ToolExecutor
+from inference.tools.loop import ToolLoop
+from inference.turn.judges import JudgedReply, judge_reply, sampled_judges
+from inference.turn.preparation import Turn, agent_call
+
+logger = logging.getLogger("gateway.shadows")
+_rng = random.Random()
+
+
+async def run_shadow(agent: AgentConfig, turn: Turn, config: Config, engine: Engine) -> None:
+    completion_id = f"shadow-{uuid.uuid4().hex}"
+    try:
+        call = await agent_call(agent, turn.setting, config, engine)
+        context = CallContext(config, engine, turn.user_id)
+        loop = ToolLoop(
+            call.provider,
+            call.toolbox,
+            ToolExecutor(context, call.toolbox).run,
+            call.request.response_format,
+            config.structured_output.max_repairs,
+        )
+        answer = await loop.complete(call.request)
+    except (ApiError, ProviderError) as error:
+        log_event(
+            logger, "shadow_failed", logging.WARNING, completion_id=completion_id,
+            experiment=turn.routing.experiment, variant=agent.name, error=error.message,
+        )  # fmt: skip
+        return
+    log_event(
+        logger, "shadow_answered", completion_id=completion_id,
+        experiment=turn.routing.experiment, variant=agent.name, tokens=answer.usage.total_tokens,
+    )  # fmt: skip
+    if answer.tool_calls:
+        return  # it wanted the client's tools: there is no answer to judge
+    subject = JudgedReply(
+        completion_id=completion_id,
+        user_id=turn.user_id,
+        agent=agent.name,
+        experiment=turn.routing.experiment,
+        variant=agent.name,
+        user_text=turn.user_text,
+        reply=answer.text,
+    )
+    for judge in sampled_judges(config, agent.judges, _rng):
+        await judge_reply(judge, subject, config, engine)

@@ -1,0 +1,130 @@
+"""The OpenAI chat-completions wire shapes of an answer: the ``chat.completion`` object and
+the ``chat.completion.chunk`` stream (DESIGN 3, 3.1)."""
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from core import fastjson
+from inference.errors import ApiError
+from inference.providers.types import (
+    ChatResponse,
+    Finish,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+    UsageReport,
+)
+from inference.turn.preparation import Turn
+
+logger = logging.getLogger("gateway.inference")
+_DONE = b"data: [DONE]\n\n"
+_INTERNAL_ERROR = ApiError(
+    500, "The gateway failed while streaming the reply", code="internal_error"
+)
+
+
+def completion(turn: Turn, answer: ChatResponse) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": answer.text if answer.text or not answer.tool_calls else None,
+        "refusal": None,
+    }
+    if answer.tool_calls:
+        message["tool_calls"] = [_tool_call(call) for call in answer.tool_calls]
+    return {
+        "id": turn.completion_id,
+        "object": "chat.completion",
+        "created": turn.created,
+        "model": turn.requested_model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": answer.finish_reason,
+                "logprobs": answer.logprobs,
+            }
+        ],
+        "usage": usage_body(answer.usage),
+    }
+
+
+async def chunks(turn: Turn, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
+    """SSE frames: the role, content and tool-call deltas, the finish, the usage (when
+    asked for) and ``[DONE]``; a failure after the start is a final error frame."""
+    try:
+        yield _frame(_chunk(turn, {"role": "assistant", "content": ""}))
+        async for event in events:
+            if isinstance(event, TextDelta):
+                yield _frame(_chunk(turn, {"content": event.text}, logprobs=event.logprobs))
+            elif isinstance(event, ToolCallDelta):
+                yield _frame(_chunk(turn, {"tool_calls": [_tool_call_delta(event)]}))
+            elif isinstance(event, Finish):
+                yield _frame(_chunk(turn, {}, finish_reason=event.reason))
+            elif isinstance(event, UsageReport) and turn.include_usage:
+                yield _frame({**_envelope(turn), "choices": [], "usage": usage_body(event.usage)})
+        yield _DONE
+    except ApiError as error:
+        yield _frame(error.body())
+    except Exception:
+        # Headers are sent: only a final error frame can still tell the client.
+        logger.exception("stream %s failed", turn.completion_id)
+        yield _frame(_INTERNAL_ERROR.body())
+
+
+def usage_body(usage: Usage) -> dict[str, Any]:
+    """The counts, and their details where the provider reported them."""
+    body: dict[str, Any] = {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+    if usage.cached_tokens is not None:
+        body["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+    if usage.reasoning_tokens is not None:
+        body["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    return body
+
+
+def _tool_call(call: ToolCall) -> dict[str, Any]:
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+
+
+def _tool_call_delta(delta: ToolCallDelta) -> dict[str, Any]:
+    """The first fragment of a call carries its id, type and name; later ones only add
+    to its arguments."""
+    fragment: dict[str, Any] = {"index": delta.index}
+    if delta.id is not None:
+        fragment["id"] = delta.id
+        fragment["type"] = "function"
+    function: dict[str, Any] = {"arguments": delta.arguments}
+    if delta.name is not None:
+        function["name"] = delta.name
+    fragment["function"] = function
+    return fragment
+
+
+def _envelope(turn: Turn) -> dict[str, Any]:
+    return {
+        "id": turn.completion_id,
+        "object": "chat.completion.chunk",
+        "created": turn.created,
+        "model": turn.requested_model,
+    }
+
+
+def _chunk(
+    turn: Turn, delta: dict[str, Any], finish_reason: str | None = None, logprobs: Any = None
+) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": logprobs}
+    return {**_envelope(turn), "choices": [choice]}
+
+
+def _frame(payload: dict[str, Any]) -> bytes:
+    return b"data: " + fastjson.dumps(payload) + b"\n\n"

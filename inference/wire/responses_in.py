@@ -1,0 +1,285 @@
+"""A ``POST /v1/responses`` body in the gateway's neutral terms (DESIGN 3.2).
+
+Served statelessly: ``input`` carries the conversation (messages, the model's function
+calls, their outputs); the gateway's own per-user history is the stateful mode, so
+``previous_response_id`` is refused. Anything the gateway cannot serve is a 400 naming
+the field: built-in tools, item or content types other than the ones below.
+"""
+
+from typing import Any
+
+from inference.errors import invalid_request
+from inference.providers.base import THINKING_BUDGETS
+from inference.providers.types import Message, Part, ResponseFormat, Sampling, ToolCall, ToolSpec
+from inference.structured.response_format import check_reply_schema
+from inference.wire.chat_body import MAX_MESSAGES, ResponsesIn
+from inference.wire.client_request import (
+    ClientRequest,
+    checked_names,
+    image,
+    remembered_text,
+    tool_choice,
+    tool_spec,
+    unsupported_part,
+    user_message,
+)
+from inference.wire.wellformed import reject_lone_surrogates
+
+SYSTEM_ROLES = ("system", "developer")
+REASONING_EFFORTS = tuple(THINKING_BUDGETS)  # what every provider kind can be given
+# What the gateway does not serve (it keeps each user's history itself, see
+# metadata.history, but no responses, conversations or prompts), and what to do instead.
+_HISTORY = "send the whole conversation in input (the gateway keeps each user's history itself)"
+_STATEFUL = (
+    ("previous_response_id", _HISTORY),
+    ("conversation", _HISTORY),
+    ("prompt", "send the instructions and input themselves (no prompts are stored)"),
+    ("background", "the gateway answers in the foreground only (no responses are stored)"),
+)
+
+
+def from_responses(
+    body: ResponsesIn, header_user: str | None = None, bound_user: str | None = None
+) -> ClientRequest:
+    reject_lone_surrogates(body.model_dump(exclude_none=True))
+    if isinstance(body.input, list) and len(body.input) > MAX_MESSAGES:
+        raise invalid_request(
+            f"input must have at most {MAX_MESSAGES} items, got {len(body.input)}",
+            param="input",
+            code="too_many_items",
+        )
+    for name, instead in _STATEFUL:
+        if getattr(body, name) not in (None, False):
+            raise invalid_request(
+                f"{name} is not supported: {instead}", param=name, code="unsupported_parameter"
+            )
+    items = [{"role": "user", "content": body.input}] if isinstance(body.input, str) else body.input
+    system, messages = _conversation(items)
+    if body.instructions:
+        system.insert(0, body.instructions)
+    tools = _tools(body.tools or [])
+    user_text = next((remembered_text(m) for m in reversed(messages) if m.role == "user"), None)
+    return ClientRequest(
+        model=body.model,
+        system=tuple(system),
+        messages=tuple(messages),
+        user_text=user_text,
+        manages_history=any(message.role == "assistant" for message in messages),
+        tools=tools,
+        tool_choice=tool_choice(body.tool_choice, tools, "tool_choice"),
+        parallel_tool_calls=body.parallel_tool_calls,
+        sampling=_sampling(body),
+        response_format=_text_format(body.text),
+        metadata=body.metadata,
+        safety_identifier=body.safety_identifier,
+        user=body.user,
+        header_user=header_user,
+        bound_user=bound_user,
+        stream=body.stream,
+        include_usage=True,
+        conversation_param="input",
+    )
+
+
+def _sampling(body: ResponsesIn) -> Sampling:
+    """The Responses parameters under their chat names: ``max_output_tokens`` is a
+    completion limit (``max_completion_tokens``: reasoning models refuse ``max_tokens``),
+    ``reasoning.effort`` is ``reasoning_effort``, ``text.verbosity`` is ``verbosity``, and
+    ``top_logprobs`` asks for ``logprobs``."""
+    extras = {
+        name: value
+        for name, value in (
+            ("service_tier", body.service_tier),
+            ("verbosity", (body.text or {}).get("verbosity")),
+        )
+        if value is not None
+    }
+    effort = (body.reasoning or {}).get("effort")
+    if effort is not None and effort not in REASONING_EFFORTS:
+        raise invalid_request(
+            f"reasoning.effort must be one of {', '.join(REASONING_EFFORTS)}, got {effort!r}",
+            param="reasoning.effort",
+            code="unsupported_value",
+        )
+    return Sampling(
+        temperature=body.temperature,
+        top_p=body.top_p,
+        max_tokens=body.max_output_tokens,
+        max_tokens_name="max_completion_tokens",
+        reasoning_effort=effort,
+        logprobs=True if body.top_logprobs is not None else None,
+        top_logprobs=body.top_logprobs,
+        openai_extras=extras,
+    )
+
+
+def _conversation(items: list[dict[str, Any]]) -> tuple[list[str], list[Message]]:
+    """(system texts, messages) of ``input`` items, each function call joined to the
+    assistant turn it belongs to, each output checked against a call."""
+    system: list[str] = []
+    messages: list[Message] = []
+    calls: dict[str, str] = {}  # call id → function name
+    for index, item in enumerate(items):
+        where = f"input[{index}]"
+        if not isinstance(item, dict):
+            raise invalid_request(f"{where} must be an object", param=where, code="invalid_item")
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = item.get("role")
+            content = item.get("content")
+            if role in SYSTEM_ROLES:
+                system.append(_text(content, f"{where}.content", role))
+            elif role == "user":
+                messages.append(user_message(_user_parts(content, where)))
+            elif role == "assistant":
+                text = _text(content, f"{where}.content", role)
+                messages.append(Message(role="assistant", content=text))
+            else:
+                raise invalid_request(
+                    f"{where}.role must be user, assistant, system or developer, got {role!r}",
+                    param=f"{where}.role",
+                    code="invalid_item",
+                )
+        elif kind == "function_call":
+            call = ToolCall(
+                id=_string(item, "call_id", where),
+                name=_string(item, "name", where),
+                arguments=_arguments(item.get("arguments"), f"{where}.arguments"),
+            )
+            calls[call.id] = call.name
+            last = messages[-1] if messages else None
+            if last is not None and last.role == "assistant":
+                messages[-1] = Message(
+                    role="assistant", content=last.content, tool_calls=(*last.tool_calls, call)
+                )
+            else:
+                messages.append(Message(role="assistant", content="", tool_calls=(call,)))
+        elif kind == "function_call_output":
+            call_id = _string(item, "call_id", where)
+            if call_id not in calls:
+                raise invalid_request(
+                    f"{where}.call_id: {call_id!r} answers no function_call item before it",
+                    param=f"{where}.call_id",
+                    code="unknown_tool_call",
+                )
+            output = _text(item.get("output"), f"{where}.output", "function_call_output")
+            messages.append(
+                Message(role="tool", content=output, tool_call_id=call_id, name=calls[call_id])
+            )
+        else:
+            raise invalid_request(
+                f"{where}.type: items of type {kind!r} are not supported (message, "
+                "function_call and function_call_output are)",
+                param=f"{where}.type",
+                code="unsupported_item",
+            )
+    return system, messages
+
+
+def _user_parts(content: Any, where: str) -> list[Part]:
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        raise invalid_request(
+            f"{where}.content must be a string or a list of parts",
+            param=f"{where}.content",
+            code="invalid_item",
+        )
+    parts: list[Part] = []
+    for position, part in enumerate(content):
+        place = f"{where}.content[{position}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "input_text":
+            parts.append(str(part.get("text") or ""))
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            parts.append(image(part["image_url"], f"{place}.image_url"))
+        else:
+            raise unsupported_part(kind, place, "input_text and input_image with an image_url")
+    return parts
+
+
+def _text(content: Any, where: str, role: str) -> str:
+    """The text of a string, or of text parts (input_text, output_text): only user
+    messages may carry images."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if not isinstance(content, list):
+        raise invalid_request(
+            f"{where} must be a string or a list of text parts", param=where, code="invalid_item"
+        )
+    texts = []
+    for position, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind not in ("input_text", "output_text", "text", "refusal"):
+            raise unsupported_part(
+                kind, f"{where}[{position}]", f"text in {role} items; images only in user messages"
+            )
+        texts.append(str(part.get("text") or part.get("refusal") or ""))
+    return "".join(texts)
+
+
+def _arguments(value: Any, where: str) -> str:
+    """A function call's arguments: JSON text, as the model wrote it (not an object)."""
+    if value is None or value == "":
+        return "{}"
+    if not isinstance(value, str):
+        raise invalid_request(
+            f"{where} must be a string of JSON, got {type(value).__name__}",
+            param=where,
+            code="invalid_item",
+        )
+    return value
+
+
+def _string(item: dict[str, Any], key: str, where: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or not value:
+        raise invalid_request(
+            f"{where}.{key} must be a non-empty string", param=f"{where}.{key}", code="invalid_item"
+        )
+    return value
+
+
+def _tools(tools: list[dict[str, Any]]) -> tuple[ToolSpec, ...]:
+    specs = []
+    for index, tool in enumerate(tools):
+        where = f"tools[{index}]"
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if kind != "function":
+            raise invalid_request(
+                f"{where}.type must be 'function' (the gateway runs no built-in tools), got {kind!r}",
+                param=f"{where}.type",
+                code="unsupported_tool_type",
+            )
+        specs.append(tool_spec(tool, where))
+    return checked_names(specs, "tools")
+
+
+def _text_format(text: dict[str, Any] | None) -> ResponseFormat | None:
+    """``text.format``: text (nothing to enforce), json_object, or json_schema."""
+    spec = (text or {}).get("format")
+    if spec is None:
+        return None
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return ResponseFormat(kind="json_object")
+    if kind != "json_schema":
+        raise invalid_request(
+            "text.format.type must be 'text', 'json_object' or 'json_schema'",
+            param="text.format.type",
+            code="invalid_response_format",
+        )
+    schema = spec.get("schema")
+    if not isinstance(schema, dict):
+        raise invalid_request(
+            "text.format.schema must be a JSON Schema object",
+            param="text.format.schema",
+            code="invalid_json_schema",
+        )
+    check_reply_schema(schema, "text.format.schema")
+    name = spec.get("name") if isinstance(spec.get("name"), str) else "response"
+    return ResponseFormat(
+        kind="json_schema", schema=schema, name=name, strict=bool(spec.get("strict", False))
+    )

@@ -1,0 +1,302 @@
+"""The OpenAI Responses API wire shapes of an answer: the ``response`` object and its
+event stream, with sequence numbers, as the official SDK reads them (DESIGN 3.2)."""
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from inference.errors import ApiError
+from inference.providers.types import (
+    ChatResponse,
+    Finish,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+    UsageReport,
+)
+from inference.turn.preparation import Turn
+from inference.wire.chat_body import ResponsesIn
+
+logger = logging.getLogger("gateway.inference")
+
+
+def echo(body: ResponsesIn) -> dict[str, Any]:
+    """The request's settings a response object repeats."""
+    return {
+        "instructions": body.instructions,
+        "metadata": body.metadata or {},
+        "parallel_tool_calls": body.parallel_tool_calls is not False,
+        "temperature": body.temperature,
+        "top_p": body.top_p,
+        "max_output_tokens": body.max_output_tokens,
+        "tool_choice": body.tool_choice or "auto",
+        "tools": body.tools or [],
+        "text": body.text or {"format": {"type": "text"}},
+        "reasoning": {"effort": (body.reasoning or {}).get("effort"), "summary": None},
+        "store": bool(body.store),
+        "user": body.user,
+        "safety_identifier": body.safety_identifier,
+        "previous_response_id": None,
+        "truncation": "disabled",
+    }
+
+
+def response(turn: Turn, settings: dict[str, Any], answer: ChatResponse) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
+    if answer.text or not answer.tool_calls:
+        logprobs = _token_logprobs(answer.logprobs)
+        output.append(_message(_item_id("msg"), answer.text, "completed", logprobs=logprobs))
+    output += [_function_call(_item_id("fc"), call, "completed") for call in answer.tool_calls]
+    return _response(turn, settings, "completed", output, answer.usage)
+
+
+async def events(
+    turn: Turn, settings: dict[str, Any], stream: AsyncIterator[StreamEvent]
+) -> AsyncIterator[bytes]:
+    """The documented event sequence: created, in_progress, each output item (added,
+    its content, done), completed; a failure after the start is ``response.failed``."""
+    sequence = _Sequence()
+    yield sequence.frame(
+        "response.created", response=_response(turn, settings, "in_progress", [], None)
+    )
+    yield sequence.frame(
+        "response.in_progress", response=_response(turn, settings, "in_progress", [], None)
+    )
+    output: list[dict[str, Any]] = []
+    message_id, text = "", ""
+    logprobs: list[Any] = []  # of the message's text, where the provider gave them
+    calls: dict[int, dict[str, Any]] = {}  # stream index → function_call item
+    usage: Usage | None = None
+    try:
+        async for event in stream:
+            if isinstance(event, TextDelta):
+                if not message_id:
+                    message_id = _item_id("msg")
+                    for frame in _message_opened(sequence, message_id, len(output)):
+                        yield frame
+                    output.append(_message(message_id, "", "in_progress"))
+                text += event.text
+                piece = _token_logprobs(event.logprobs)
+                logprobs += piece
+                yield sequence.frame(
+                    "response.output_text.delta",
+                    item_id=message_id,
+                    output_index=_index(output, message_id),
+                    content_index=0,
+                    delta=event.text,
+                    logprobs=piece,
+                )
+            elif isinstance(event, ToolCallDelta):
+                for frame in _call_event(sequence, event, calls, output):
+                    yield frame
+            elif isinstance(event, UsageReport):
+                usage = event.usage
+            elif isinstance(event, Finish) and not message_id and not calls:
+                message_id = _item_id("msg")  # an empty answer is one empty message
+                for frame in _message_opened(sequence, message_id, len(output)):
+                    yield frame
+                output.append(_message(message_id, "", "in_progress"))
+        if message_id:
+            for frame in _message_closed(sequence, message_id, text, logprobs, output):
+                yield frame
+        for item in calls.values():
+            for frame in _call_closed(sequence, item, output):
+                yield frame
+        yield sequence.frame(
+            "response.completed", response=_response(turn, settings, "completed", output, usage)
+        )
+    except ApiError as error:
+        yield _failed(sequence, turn, settings, output, error)
+    except Exception:
+        logger.exception("stream %s failed", turn.completion_id)
+        failure = ApiError(
+            500, "The gateway failed while streaming the reply", code="internal_error"
+        )
+        yield _failed(sequence, turn, settings, output, failure)
+
+
+class _Sequence:
+    def __init__(self) -> None:
+        self.number = 0
+
+    def frame(self, kind: str, **payload: Any) -> bytes:
+        data = {"type": kind, "sequence_number": self.number, **payload}
+        self.number += 1
+        return f"event: {kind}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+def _message_opened(sequence: _Sequence, item_id: str, index: int) -> list[bytes]:
+    return [
+        sequence.frame(
+            "response.output_item.added",
+            output_index=index,
+            item=_message(item_id, "", "in_progress", with_part=False),
+        ),
+        sequence.frame(
+            "response.content_part.added",
+            item_id=item_id,
+            output_index=index,
+            content_index=0,
+            part=_text_part(""),
+        ),
+    ]
+
+
+def _message_closed(
+    sequence: _Sequence,
+    item_id: str,
+    text: str,
+    logprobs: list[Any],
+    output: list[dict[str, Any]],
+) -> list[bytes]:
+    index = _index(output, item_id)
+    output[index] = _message(item_id, text, "completed", logprobs=logprobs)
+    place = {"item_id": item_id, "output_index": index, "content_index": 0}
+    return [
+        sequence.frame("response.output_text.done", **place, text=text, logprobs=logprobs),
+        sequence.frame("response.content_part.done", **place, part=_text_part(text, logprobs)),
+        sequence.frame("response.output_item.done", output_index=index, item=output[index]),
+    ]
+
+
+def _call_event(
+    sequence: _Sequence,
+    delta: ToolCallDelta,
+    calls: dict[int, dict[str, Any]],
+    output: list[dict[str, Any]],
+) -> list[bytes]:
+    frames = []
+    item = calls.get(delta.index)
+    if item is None:
+        call = ToolCall(id=delta.id or _item_id("call"), name=delta.name or "", arguments="")
+        item = calls[delta.index] = _function_call(_item_id("fc"), call, "in_progress")
+        output.append(item)
+        frames.append(
+            sequence.frame("response.output_item.added", output_index=len(output) - 1, item=item)
+        )
+    if delta.arguments:
+        item["arguments"] += delta.arguments
+        frames.append(
+            sequence.frame(
+                "response.function_call_arguments.delta",
+                item_id=item["id"],
+                output_index=_index(output, item["id"]),
+                delta=delta.arguments,
+            )
+        )
+    return frames
+
+
+def _call_closed(
+    sequence: _Sequence, item: dict[str, Any], output: list[dict[str, Any]]
+) -> list[bytes]:
+    index = _index(output, item["id"])
+    item["status"] = "completed"
+    return [
+        sequence.frame(
+            "response.function_call_arguments.done",
+            item_id=item["id"],
+            output_index=index,
+            name=item["name"],
+            arguments=item["arguments"],
+        ),
+        sequence.frame("response.output_item.done", output_index=index, item=item),
+    ]
+
+
+def _failed(
+    sequence: _Sequence,
+    turn: Turn,
+    settings: dict[str, Any],
+    output: list[dict[str, Any]],
+    error: ApiError,
+) -> bytes:
+    failed = _response(turn, settings, "failed", output, None)
+    failed["error"] = {"code": error.code or "server_error", "message": error.message}
+    return sequence.frame("response.failed", response=failed)
+
+
+def _response(
+    turn: Turn,
+    settings: dict[str, Any],
+    status: str,
+    output: list[dict[str, Any]],
+    usage: Usage | None,
+) -> dict[str, Any]:
+    return {
+        "id": turn.completion_id,
+        "object": "response",
+        "created_at": turn.created,
+        "completed_at": int(time.time()) if status == "completed" else None,
+        "status": status,
+        "error": None,
+        "incomplete_details": None,
+        "model": turn.requested_model,
+        "output": output,
+        **settings,
+        "usage": _usage(usage) if usage is not None else None,
+    }
+
+
+def _usage(usage: Usage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.prompt_tokens,
+        "input_tokens_details": {
+            "cached_tokens": usage.cached_tokens or 0,
+            "cache_write_tokens": 0,
+        },
+        "output_tokens": usage.completion_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens or 0},
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def _message(
+    item_id: str,
+    text: str,
+    status: str,
+    with_part: bool = True,
+    logprobs: list[Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "id": item_id,
+        "type": "message",
+        "role": "assistant",
+        "status": status,
+        "content": [_text_part(text, logprobs or [])] if with_part else [],
+    }
+
+
+def _text_part(text: str, logprobs: list[Any] | None = None) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs or []}
+
+
+def _token_logprobs(logprobs: Any) -> list[Any]:
+    """The per-token list of a chat ``logprobs`` object (its ``content``), which is the
+    shape of an ``output_text``'s logprobs."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    return content if isinstance(content, list) else []
+
+
+def _function_call(item_id: str, call: ToolCall, status: str) -> dict[str, Any]:
+    return {
+        "id": item_id,
+        "type": "function_call",
+        "call_id": call.id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "status": status,
+    }
+
+
+def _item_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def _index(output: list[dict[str, Any]], item_id: str) -> int:
+    return next(index for index, item in enumerate(output) if item["id"] == item_id)
