@@ -10,8 +10,8 @@ from adminui.context import AdminRequest
 from adminui.editing import config_file, mcp_state, revisions
 from adminui.editing.collections import ItemDetails, collection_router
 from adminui.records import live, overview, scores
+from adminui.rendering.bodies import AdminParser, BodyError
 from adminui.rendering.errors import AdminError, error_response, refusal
-from adminui.rendering.parsers import AdminParser, BodyError
 from adminui.schemas import McpServerCreate, ProviderCreate
 from agents.loader import ConfigError
 from agents.resources import AGENTS, EXPERIMENTS, JUDGES, MCP, PROVIDERS

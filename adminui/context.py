@@ -5,6 +5,7 @@ from typing import Protocol
 from django.http import HttpRequest
 from django_htmx.middleware import HtmxDetails
 
+from agents.schema import AuthScope
 from agents.snapshot import ConfigHolder
 from core.requestlog import RequestLog
 from inference.status import McpServerStatus
@@ -23,3 +24,9 @@ class AdminRequest(HttpRequest):
     log: RequestLog
     htmx: HtmxDetails
     admin_user: str | None  # who authenticated, under auth.admin (adminui.access.auth)
+
+
+def admin_scope(request: AdminRequest) -> AuthScope | None:
+    """``auth.admin`` of the config serving the request (None: loopback clients only)."""
+    config = request.runtime.holder.config
+    return config.admin_auth if config is not None else None

@@ -127,6 +127,16 @@ class Config(Section):
     history: HistoryConfig = HistoryConfig()
     structured_output: StructuredOutputConfig = StructuredOutputConfig()
 
+    @property
+    def proxy_auth(self) -> AuthScope | None:
+        """Who may call ``/v1`` (None: anyone)."""
+        return self.auth.proxy if self.auth is not None else None
+
+    @property
+    def admin_auth(self) -> AuthScope | None:
+        """Who may use the admin (None: loopback clients only)."""
+        return self.auth.admin if self.auth is not None else None
+
     def agent(self, name: str) -> AgentConfig | None:
         return next((agent for agent in self.agents if agent.name == name), None)
 

@@ -137,13 +137,6 @@ class Document:
         return out.getvalue()
 
 
-def keep_layout(original: str, baseline: str, edited: str) -> str:
-    """``patch_layout``, or ``edited`` when the patched text would not mean the same."""
-    text = patch_layout(original, baseline, edited)
-    data = _parsed_or_none(text)
-    return text if data is not None and _same(data, parse(edited)) else edited
-
-
 def patch_layout(original: str, baseline: str, edited: str) -> str:
     """Apply the change from ``baseline`` to ``edited`` (two ruamel dumps) to ``original``.
 

@@ -5,12 +5,10 @@ Under ``serve --workers`` every worker writes its samples to files in
 variable is set before this module is imported) and ``/metrics`` adds them up.
 """
 
-from typing import TYPE_CHECKING
-
 from prometheus_client import Counter, Histogram
 
-if TYPE_CHECKING:
-    from core.requestlog import RequestLog
+from core.paths import is_v1_path
+from core.requestlog import RequestLog
 
 # The error codes of requests that never reached a provider because a budget refused them.
 BUDGET_REFUSAL_CODES = frozenset({"rate_limit_exceeded"})
@@ -47,9 +45,9 @@ JUDGE_SCORES = Histogram(
 )
 
 
-def observe_request(log: "RequestLog") -> None:
+def observe_request(log: RequestLog) -> None:
     """Count one finished request (only /v1: the admin and probes are not traffic)."""
-    if not log.path.startswith("/v1/"):
+    if not is_v1_path(log.path):
         return
     streamed = "true" if log.stream else "false"
     REQUESTS.labels(log.agent, str(log.status), streamed).inc()

@@ -4,7 +4,6 @@ import logging
 from dataclasses import asdict, dataclass
 
 from core.logformat import log_event
-from core.metrics import observe_request
 
 logger = logging.getLogger("gateway.requests")
 
@@ -29,7 +28,5 @@ class RequestLog:
     overhead_ms: float = 0.0  # latency_ms less the time spent waiting on providers
 
     def emit(self) -> None:
-        """Write the request's log line and count it in the metrics: the one place where
-        every request ends."""
+        """Write the request's log line."""
         log_event(logger, "request", **asdict(self))
-        observe_request(self)

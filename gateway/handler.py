@@ -20,10 +20,12 @@ from django.core.handlers.asgi import ASGIHandler
 from django.core.signals import request_started
 from django.db import close_old_connections, reset_queries
 
+from core.paths import is_v1_path
+
 
 class GatewayASGIHandler(ASGIHandler):
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"].startswith("/v1/"):
+        if scope["type"] == "http" and is_v1_path(scope["path"]):
             await self.handle(scope, receive, send)
         else:
             await super().__call__(scope, receive, send)

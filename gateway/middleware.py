@@ -17,6 +17,8 @@ from django.http import HttpRequest, HttpResponseBase
 
 from adminui.records import live
 from core.asyncmiddleware import AsyncMiddleware
+from core.metrics import observe_request
+from core.paths import is_v1_path
 from core.requestlog import RequestLog
 from core.upstreamclock import UpstreamClock, start_clock
 from gateway import runtime
@@ -32,7 +34,7 @@ class RequestContextMiddleware(AsyncMiddleware):
         response = await self.get_response(request)
         response["X-Request-ID"] = request_id
         log.status, log.stream = response.status_code, response.streaming
-        if request.path.startswith("/v1/"):
+        if is_v1_path(request.path):
             response["X-Gateway-Overhead-Ms"] = f"{_overhead_ms(started, clock):.2f}"
         if response.streaming:
             response.streaming_content = _log_when_done(  # type: ignore[attr-defined]
@@ -57,6 +59,7 @@ def _finish(log: RequestLog, started: float, clock: UpstreamClock) -> None:
     log.latency_ms = round((time.perf_counter() - started) * 1000, 2)
     log.overhead_ms = round(_overhead_ms(started, clock), 2)
     log.emit()
+    observe_request(log)
     live.publish(log)
 
 

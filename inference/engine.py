@@ -6,6 +6,7 @@ every config that gets applied; request code only borrows from it.
 """
 
 import asyncio
+import random
 
 from agents.schema import Config
 from inference.background import BackgroundTasks
@@ -20,6 +21,9 @@ class Engine:
         self.mcp = McpHub()
         self.background = BackgroundTasks()
         self.writer = RecordWriter()
+        # The one source of the process's random choices (experiment arms, shadow rates,
+        # judge sampling), so a test can seed every draw at once.
+        self.rng = random.Random()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self, config: Config | None) -> None:

@@ -16,17 +16,16 @@ from urllib.parse import urlencode, urlparse
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
 
-from adminui.context import AdminRequest
+from adminui.context import AdminRequest, admin_scope
 from adminui.rendering.errors import AdminError, error_response, is_admin_path
 from adminui.rendering.negotiation import is_html
 from agents.schema import AuthScope, OidcAuth
+from core import credentials
 from core.asyncmiddleware import AsyncMiddleware
-from core.basicauth import BasicVerifier, basic_credentials
-from core.oidc import InvalidToken, ProviderUnavailable, provider_for
+from core.oidc import InvalidToken, ProviderUnavailable
 
 LOGIN_PATH = "/admin/auth/login"
 CALLBACK_PATH = "/admin/auth/callback"
-LOGOUT_PATH = "/admin/auth/logout"
 LOGGED_OUT_PATH = "/admin/auth/logged-out"
 # Session keys of a logged-in admin.
 SESSION_USER = "admin_user"
@@ -36,12 +35,6 @@ SESSION_ID_TOKEN = "admin_id_token"
 # Served outside /admin, for whoever may use the admin (gateway.metrics).
 _ADMIN_ONLY_OUTSIDE_ADMIN = ("/metrics",)
 _OPEN_PATHS = frozenset({LOGIN_PATH, CALLBACK_PATH, LOGGED_OUT_PATH})
-_basic = BasicVerifier()
-
-
-def admin_scope(request: AdminRequest) -> AuthScope | None:
-    config = request.runtime.holder.config
-    return config.auth.admin if config is not None and config.auth is not None else None
 
 
 def provider_key(oidc: OidcAuth) -> str:
@@ -82,30 +75,19 @@ def _returns_from_login(request: HttpRequest, oidc: OidcAuth) -> bool:
 async def principal(request: AdminRequest, scope: AuthScope) -> str | None:
     """Who the request authenticates as under ``scope``, or None (``AdminError`` for a
     refused bearer token or an unreachable identity provider)."""
-    authorization = request.headers.get("Authorization")
-    if scope.basic is not None:
-        credentials = basic_credentials(authorization)
-        expected = (scope.basic.username, scope.basic.password)
-        if credentials is not None and await _basic.verify(*credentials, expected):
-            return credentials[0]
-        return None
-    assert scope.oidc is not None  # validation: exactly one of basic or oidc
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return await _bearer_principal(token.strip(), scope.oidc)
-    if await request.session.aget(SESSION_PROVIDER) == provider_key(scope.oidc):
-        return await request.session.aget(SESSION_USER)
-    return None
-
-
-async def _bearer_principal(token: str, oidc: OidcAuth) -> str:
     try:
-        claims = await provider_for(oidc.issuer_url).verify(token, oidc.client_id)
+        name = await credentials.principal(request.headers.get("Authorization"), scope)
     except InvalidToken as error:
         raise AdminError(401, f"The bearer token was refused: {error}", "invalid_token") from error
     except ProviderUnavailable as error:
         raise AdminError(503, f"The identity provider cannot be reached: {error}", "idp") from error
-    return str(claims["sub"])
+    if (
+        name is None
+        and scope.oidc is not None
+        and await request.session.aget(SESSION_PROVIDER) == provider_key(scope.oidc)
+    ):
+        return await request.session.aget(SESSION_USER)
+    return name
 
 
 def _challenge(request: AdminRequest, scope: AuthScope, error: AdminError | None) -> HttpResponse:

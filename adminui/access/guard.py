@@ -23,7 +23,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.http.request import split_domain_port
 from django.middleware.csrf import CsrfViewMiddleware
 
-from adminui.context import AdminRequest
+from adminui.context import AdminRequest, admin_scope
 from adminui.rendering.errors import AdminError, error_response, is_admin_path
 from core.asyncmiddleware import AsyncMiddleware
 
@@ -101,8 +101,7 @@ def _csrf_rejected(request: HttpRequest) -> bool:
 
 
 def _admin_auth_configured(request: AdminRequest) -> bool:
-    config = request.runtime.holder.config
-    return config is not None and config.auth is not None and config.auth.admin is not None
+    return admin_scope(request) is not None
 
 
 def _host_message(request: AdminRequest) -> str:

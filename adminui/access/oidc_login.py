@@ -27,10 +27,9 @@ from adminui.access.auth import (
     SESSION_ID_TOKEN,
     SESSION_PROVIDER,
     SESSION_USER,
-    admin_scope,
     provider_key,
 )
-from adminui.context import AdminRequest
+from adminui.context import AdminRequest, admin_scope
 from adminui.rendering.errors import AdminError, error_response
 from adminui.rendering.negotiation import render
 from agents.schema import OidcAuth

@@ -18,17 +18,13 @@ from adminui.context import AdminRequest
 from adminui.editing import tables
 from adminui.editing.formpages import edit_form, empty_form, form_page, resource_form, submit
 from adminui.rendering.negotiation import is_form, is_html, respond, written
-from adminui.schemas import ErrorOut
+from adminui.schemas import ErrorOut, errors
 from agents import store
 from agents.resources import Resource
 
 HTML_PAGE = {
     200: {"description": "HTML form", "content": {"text/html": {"schema": {"type": "string"}}}}
 }
-
-
-def errors(*statuses: int) -> dict[int, type[ErrorOut]]:
-    return dict.fromkeys((400, 403, *statuses), ErrorOut)
 
 
 def author_of(request: AdminRequest) -> str:

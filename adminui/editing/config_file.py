@@ -9,12 +9,13 @@ from ninja import Header, Router
 from pydantic import SkipValidation
 
 from adminui.context import AdminRequest
-from adminui.editing.collections import author_of, errors
+from adminui.editing.collections import author_of
 from adminui.editing.formpages import submit
 from adminui.editing.forms import ConfigForm
 from adminui.rendering import negotiation
+from adminui.rendering.bodies import form_data, is_yaml, yaml_text
 from adminui.rendering.negotiation import JSON, is_form, json_response, render, written
-from adminui.rendering.parsers import YAML_TYPES, form_data
+from adminui.schemas import errors
 from agents import store
 from agents.schema import Config
 
@@ -79,10 +80,8 @@ def replace_config(
             lambda form, status: _editor(request, form, if_match, status),
             lambda _: reverse("admin:config"),
         )
-    if request.content_type in YAML_TYPES:
-        result = store.replace_config(
-            holder, author, text=request.body.decode("utf-8"), if_match=if_match
-        )
+    if is_yaml(request):
+        result = store.replace_config(holder, author, text=yaml_text(request), if_match=if_match)
     else:
         result = store.replace_config(holder, author, data=payload, if_match=if_match)
     response: Any = written(request, reverse("admin:config"))

@@ -14,9 +14,9 @@ from django.urls import reverse
 
 from adminui.context import AdminRequest
 from adminui.editing.forms import FORMS, ResourceForm
+from adminui.rendering.bodies import form_data, normalised
 from adminui.rendering.errors import refusal
 from adminui.rendering.negotiation import render, written
-from adminui.rendering.parsers import form_data, normalised
 from agents import store
 from agents.loader import ConfigError
 from agents.resources import Resource

@@ -9,9 +9,9 @@ from ninja import Router
 from pydantic import BaseModel
 
 from adminui.context import AdminRequest
-from adminui.editing.collections import errors
 from adminui.rendering.errors import AdminError
 from adminui.rendering.negotiation import respond
+from adminui.schemas import errors
 
 
 class McpStateOut(BaseModel):

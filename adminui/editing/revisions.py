@@ -7,11 +7,11 @@ from ninja import Router
 from ninja.responses import Status
 
 from adminui.context import AdminRequest
-from adminui.editing.collections import author_of, errors
+from adminui.editing.collections import author_of
 from adminui.rendering.errors import AdminError
 from adminui.rendering.negotiation import respond, written
 from adminui.rendering.paging import page
-from adminui.schemas import RestoreIn, RevisionOut, RevisionPage
+from adminui.schemas import RestoreIn, RevisionOut, RevisionPage, errors
 from agents import store
 from agents.models import ConfigRevision
 from agents.revisions import masked_text

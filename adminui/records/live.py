@@ -24,12 +24,13 @@ from django.urls import reverse
 from ninja import Router
 from pydantic import BaseModel
 
-from adminui.access.auth import admin_scope, principal
+from adminui.access.auth import principal
 from adminui.access.guard import refusal_of
-from adminui.context import AdminRequest, AdminRuntime
-from adminui.editing.collections import errors
+from adminui.context import AdminRequest, AdminRuntime, admin_scope
 from adminui.rendering.errors import AdminError
 from adminui.rendering.negotiation import respond
+from adminui.schemas import errors
+from core.paths import is_v1_path
 from core.requestlog import RequestLog
 
 GROUP = "admin-live-traffic"
@@ -58,7 +59,7 @@ def live(request: AdminRequest) -> Any:
 
 def publish(log: RequestLog) -> None:
     """Hand a finished ``/v1`` request to the open live pages, in the background."""
-    if not log.path.startswith("/v1/"):
+    if not is_v1_path(log.path):
         return
     summary = {
         "finished": datetime.now(UTC).strftime("%H:%M:%S"),

@@ -8,11 +8,10 @@ from django.utils import timezone
 from ninja import Router
 
 from adminui.context import AdminRequest
-from adminui.editing.collections import errors
 from adminui.rendering.errors import AdminError
 from adminui.rendering.negotiation import is_html, respond
 from adminui.rendering.paging import page
-from adminui.schemas import MessagePage, OverviewOut, UsageOut
+from adminui.schemas import MessagePage, OverviewOut, UsageOut, errors
 from agents import store
 from inference.ledger import queries
 

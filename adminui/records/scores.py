@@ -9,11 +9,10 @@ from django.utils import timezone
 from ninja import Router
 
 from adminui.context import AdminRequest
-from adminui.editing.collections import errors
 from adminui.records.charts import LineChart, line_chart
 from adminui.rendering.negotiation import is_html, respond
 from adminui.rendering.paging import page
-from adminui.schemas import ExperimentStatsOut, ScorePage
+from adminui.schemas import ExperimentStatsOut, ScorePage, errors
 from agents import store
 from agents.resources import EXPERIMENTS
 from inference.ledger import queries

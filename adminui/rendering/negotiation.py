@@ -14,7 +14,6 @@ from django.template.response import TemplateResponse
 from django_htmx.http import HttpResponseClientRedirect
 
 from adminui.context import AdminRequest
-from adminui.rendering.pages import page_context
 
 HTML = "text/html"
 JSON = "application/json"
@@ -67,7 +66,7 @@ def render(
     name = template
     if representation(request) is Representation.FRAGMENT:
         name = f"{template}#content"
-    return TemplateResponse(request, name, {**page_context(request), **context}, status=status)
+    return TemplateResponse(request, name, context, status=status)
 
 
 def written(request: AdminRequest, location: str, data: Any = None) -> Any:

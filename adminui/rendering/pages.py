@@ -1,12 +1,16 @@
-"""What every admin page shows besides its own content: navigation and the config's health."""
+"""What every admin page shows besides its own content: navigation and the config's health.
+
+``page_context`` is a context processor (see ``TEMPLATES`` in the settings): every template
+rendered for a request gets it, so no view has to remember it."""
 
 import json
-from typing import Any
+from typing import Any, cast
 
+from django.http import HttpRequest
 from django.middleware.csrf import get_token
 from django.urls import reverse
 
-from adminui.context import AdminRequest
+from adminui.context import AdminRequest, admin_scope
 from agents.resources import RESOURCES
 
 # Pages of the navigation bar after the collections, by URL name.
@@ -30,7 +34,10 @@ def navigation() -> list[tuple[str, str]]:
     return [(label, reverse(name)) for label, name in pages]
 
 
-def page_context(request: AdminRequest) -> dict[str, Any]:
+def page_context(request: HttpRequest) -> dict[str, Any]:
+    if not hasattr(request, "runtime"):
+        return {}  # rendered outside the request context middleware (Django's own pages)
+    request = cast(AdminRequest, request)
     holder = request.runtime.holder
     path = request.path.rstrip("/") or "/"
     return {
@@ -49,7 +56,6 @@ def page_context(request: AdminRequest) -> dict[str, Any]:
 
 def _logged_in_with_oidc(request: AdminRequest) -> bool:
     """Whether the page offers a logout: a session at the identity provider's login."""
-    config = request.runtime.holder.config
-    scope = config.auth.admin if config is not None and config.auth is not None else None
+    scope = admin_scope(request)
     has_user = getattr(request, "admin_user", None) is not None
     return has_user and scope is not None and scope.oidc is not None

@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponseBase
 
 from agents.schema import Config
 from core.asyncmiddleware import AsyncMiddleware
+from core.paths import is_v1_path
 from inference.api.auth import authenticate
 from inference.api.context import InferenceRequest
 from inference.errors import ApiError
@@ -25,7 +26,7 @@ class OpenAIErrorMiddleware(AsyncMiddleware):
 
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = await self.get_response(request)
-        if not request.path.startswith("/v1") or response.status_code < 400:
+        if not is_v1_path(request.path) or response.status_code < 400:
             return response
         if response.get("Content-Type", "").startswith("application/json"):
             return response
@@ -54,7 +55,7 @@ class ProxyAuthGate:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         config = self.config()
-        proxy = config.auth.proxy if config is not None and config.auth is not None else None
+        proxy = config.proxy_auth if config is not None else None
         if scope["type"] != "http" or proxy is None or not is_v1_path(scope["path"]):
             await self.app(scope, receive, send)
             return
@@ -109,7 +110,3 @@ def _header(scope: dict[str, Any], name: bytes) -> str | None:
         if key.lower() == name:
             return value.decode("latin-1")
     return None
-
-
-def is_v1_path(path: str) -> bool:
-    return path == "/v1" or path.startswith("/v1/")

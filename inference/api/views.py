@@ -6,20 +6,20 @@ Credentials (``auth.proxy``) are checked before any of this, by
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
-from core import fastjson
 from inference.api.body_errors import body_error
 from inference.api.context import InferenceRequest
+from inference.api.serve import json_response, serve
 from inference.errors import ApiError, invalid_request
-from inference.turn.preparation import live_config, prepare_turn
-from inference.turn.runner import TurnRunner
-from inference.wire import chat_out, responses_out
+from inference.turn.preparation import live_config
 from inference.wire.chat_body import ChatCompletionIn, ResponsesIn
+from inference.wire.chat_out import ChatCompletionReply
 from inference.wire.client_request import from_chat_completion
 from inference.wire.responses_in import from_responses
+from inference.wire.responses_out import ResponsesReply, echo
 
 OWNED_BY = "agent-gateway"
 
@@ -30,7 +30,9 @@ api = NinjaAPI(urls_namespace="v1", docs_url=None, openapi_url=None, title="Gate
 async def list_models(request: InferenceRequest) -> HttpResponse:
     holder = request.runtime.holder
     config = live_config(holder.config, holder.problems)
-    return _json({"object": "list", "data": [_model(agent.name) for agent in config.agents]})
+    return json_response(
+        {"object": "list", "data": [_model(agent.name) for agent in config.agents]}
+    )
 
 
 @api.get("/models/{path:model_id}")
@@ -42,7 +44,7 @@ async def retrieve_model(request: InferenceRequest, model_id: str) -> HttpRespon
         raise ApiError(
             404, f"The model '{model_id}' does not exist", param="model", code="model_not_found"
         )
-    return _json(_model(model_id))
+    return json_response(_model(model_id))
 
 
 def _model(name: str) -> dict[str, object]:
@@ -51,47 +53,20 @@ def _model(name: str) -> dict[str, object]:
 
 @api.post("/chat/completions")
 async def chat_completions(request: InferenceRequest, payload: ChatCompletionIn) -> HttpResponse:
-    holder, engine = request.runtime.holder, request.runtime.engine
-    config = live_config(holder.config, holder.problems)
     client = from_chat_completion(
         payload, request.headers.get("X-User-Id"), bound_user=request.bound_user
     )
-    turn = await prepare_turn(client, config, engine, request.log)
-    runner = TurnRunner(config, engine, request.log)
-    if client.stream:
-        events = await runner.open_stream(turn)
-        return _event_stream(chat_out.chunks(turn, events))
-    answer = await runner.complete(turn)
-    return _json(chat_out.completion(turn, answer))
+    return await serve(request, client, ChatCompletionReply(), id_prefix="chatcmpl-")
 
 
 @api.post("/responses")
 async def responses(request: InferenceRequest, payload: ResponsesIn) -> HttpResponse:
-    """The Responses API over the same turn (a stateless subset: DESIGN 3.2)."""
-    holder, engine = request.runtime.holder, request.runtime.engine
-    config = live_config(holder.config, holder.problems)
+    """The Responses API over the same turn (stateless: ``input`` carries the
+    conversation)."""
     client = from_responses(
         payload, request.headers.get("X-User-Id"), bound_user=request.bound_user
     )
-    turn = await prepare_turn(client, config, engine, request.log, id_prefix="resp_")
-    runner = TurnRunner(config, engine, request.log)
-    settings = responses_out.echo(payload)
-    if client.stream:
-        events = await runner.open_stream(turn)
-        return _event_stream(responses_out.events(turn, settings, events))
-    answer = await runner.complete(turn)
-    return _json(responses_out.response(turn, settings, answer))
-
-
-def _json(body: dict) -> HttpResponse:
-    return HttpResponse(fastjson.dumps(body), content_type="application/json")
-
-
-def _event_stream(frames: object) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(frames, content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
+    return await serve(request, client, ResponsesReply(echo(payload)), id_prefix="resp_")
 
 
 @api.exception_handler(ApiError)

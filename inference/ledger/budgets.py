@@ -12,6 +12,7 @@ worker-thread call it makes before contacting the provider.
 """
 
 import math
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import connection, transaction
@@ -19,13 +20,26 @@ from django.db.models import Q, Sum
 
 from inference.errors import ApiError
 from inference.models import BudgetReservation, LedgerEntry
-from inference.turn.options import TokenCap
 
 # A reservation a crashed process never settled stops counting after this long.
 RESERVATION_TTL = timedelta(minutes=15)
 # Reserved for the reply when the request sets no max_tokens.
 DEFAULT_COMPLETION_TOKENS = 1024
 MAX_RESERVATION = 10**15
+
+# The metadata keys of the caps a client may declare, and their rolling windows.
+WINDOWS: dict[str, tuple[str, int]] = {
+    "tokens_per_hour": ("hour", 3600),
+    "tokens_per_day": ("day", 86400),
+    "tokens_per_month": ("month", 30 * 86400),
+}
+
+
+@dataclass(frozen=True)
+class TokenCap:
+    window: str  # "hour", "day" or "month"
+    seconds: int
+    cap: int
 
 
 def reservation_size(prompt_tokens: int, max_tokens: int | None) -> int:

@@ -13,9 +13,8 @@ from django.db.models import Avg, Count, Min, Sum
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils import timezone
 
-from inference.ledger.budgets import usage_in_windows
+from inference.ledger.budgets import WINDOWS, usage_in_windows
 from inference.models import JudgeScore, LedgerEntry, StoredMessage
-from inference.turn.options import WINDOWS
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Running the agent's own tools: an MCP server's tool, or a subagent (DESIGN 4.7).
+"""Running the agent's own tools: an MCP server's tool, or a subagent.
 
 A subagent answers in a fresh conversation under its own preamble and tools, one level
 deeper; an agent at ``MAX_SUBAGENT_DEPTH`` has its subagent calls refused. Whatever goes
@@ -8,22 +8,34 @@ wrong in a tool is reported to the model as the tool's result, never to the clie
 import json
 import random
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from django.utils import timezone
 
 from agents.schema import AgentConfig, Config
-from inference.engine import Engine
 from inference.errors import ApiError, ToolFailed
 from inference.ledger.database import in_database
-from inference.providers.base import ProviderError, arguments_object
-from inference.providers.types import ChatRequest, Message, ToolCall, Usage
+from inference.providers.base import Provider, ProviderError, arguments_object
+from inference.providers.registry import ProviderClients
+from inference.providers.types import ChatRequest, Message, ResponseFormat, ToolCall, Usage
 from inference.routing.experiments import bandit_arms, route
 from inference.tools.loop import ToolLoop
+from inference.tools.mcp import McpHub
 from inference.tools.toolbox import AgentTool, Toolbox, build_toolbox
 
 MAX_SUBAGENT_DEPTH = 4
-_rng = random.Random()
+
+
+class Borrowed(Protocol):
+    """What a conversation borrows from the process's engine (``inference.engine``), which
+    itself owns the MCP hub of this package."""
+
+    @property
+    def providers(self) -> ProviderClients: ...
+    @property
+    def mcp(self) -> McpHub: ...
+    @property
+    def rng(self) -> random.Random: ...
 
 
 @dataclass(frozen=True)
@@ -32,9 +44,27 @@ class CallContext:
     the client called)."""
 
     config: Config
-    engine: Engine
+    engine: Borrowed
     user_id: str
     depth: int = 0
+
+
+def tool_loop(
+    context: CallContext,
+    provider: Provider,
+    toolbox: Toolbox,
+    response_format: ResponseFormat | None = None,
+) -> ToolLoop:
+    """The loop of one conversation with a model, whoever holds it (a turn, a subagent, a
+    shadow, a judge): the agent's own tools run at the context's depth, and a reply is
+    checked against ``response_format`` with the config's repairs."""
+    return ToolLoop(
+        provider,
+        toolbox,
+        ToolExecutor(context, toolbox).run,
+        response_format,
+        context.config.structured_output.max_repairs,
+    )
 
 
 class ToolExecutor:
@@ -86,7 +116,7 @@ class ToolExecutor:
             messages=(Message(role="user", content=message),),
             tools=toolbox.specs,
         )
-        loop = ToolLoop(provider, toolbox, ToolExecutor(deeper, toolbox).run)
+        loop = tool_loop(deeper, provider, toolbox)
         try:
             answer = await loop.complete(request)
         except ProviderError as error:
@@ -99,7 +129,7 @@ async def resolve_subagent(context: CallContext, name: str) -> AgentConfig:
     (a shadow experiment's primary)."""
     arms = await in_database(bandit_arms, context.config, name, timezone.now())
     try:
-        return route(context.config, name, context.user_id, arms, _rng).agent
+        return route(context.config, name, context.user_id, arms, context.engine.rng).agent
     except ApiError as error:
         raise ToolFailed(error.message) from error
 

@@ -26,7 +26,7 @@ from inference.models import JudgeRun, JudgeScore
 from inference.providers.base import ProviderError
 from inference.providers.types import ChatRequest, Message, ResponseFormat
 from inference.structured.response_format import structured_output_instruction
-from inference.tools.loop import ToolLoop
+from inference.tools.executor import CallContext, tool_loop
 from inference.tools.toolbox import Toolbox
 
 logger = logging.getLogger("gateway.judges")
@@ -100,12 +100,8 @@ async def judge_reply(
     """Score one reply with one judge and record the outcome, whatever it is."""
     provider = engine.providers.provider(judge.provider, config.providers[judge.provider])
     request = judge_request(judge, subject)
-    loop = ToolLoop(
-        provider,
-        Toolbox(),
-        response_format=request.response_format,
-        max_repairs=config.structured_output.max_repairs,
-    )
+    context = CallContext(config, engine, subject.user_id)
+    loop = tool_loop(context, provider, Toolbox(), request.response_format)
     verdict: dict[str, Any] | None = None
     error = ""
     try:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import langcodes
 
 from inference.errors import invalid_request
+from inference.ledger.budgets import WINDOWS, TokenCap
 
 # Loose shape of a BCP 47 tag (subtags of letters and digits joined by hyphens);
 # langcodes then checks it properly. It alone would accept "en_US".
@@ -14,19 +15,6 @@ _TAG_SHAPE = re.compile(r"^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$")
 _NON_NEGATIVE_INTEGER = re.compile(r"^[0-9]+$")
 MAX_CAP = 10**15  # larger caps are no caps; beyond it a number is refused, not parsed
 MAX_TAG_LENGTH = 64  # far above any real tag; longer ones are refused before parsing
-
-WINDOWS: dict[str, tuple[str, int]] = {
-    "tokens_per_hour": ("hour", 3600),
-    "tokens_per_day": ("day", 86400),
-    "tokens_per_month": ("month", 30 * 86400),
-}
-
-
-@dataclass(frozen=True)
-class TokenCap:
-    window: str  # "hour", "day" or "month"
-    seconds: int
-    cap: int
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ gather its tools → build its request.
 
 import asyncio
 import logging
-import random
 import time
 import uuid
 from dataclasses import dataclass
@@ -37,7 +36,6 @@ from inference.turn.prompt import build_chat_request
 from inference.wire.client_request import ClientRequest
 
 logger = logging.getLogger("gateway.inference")
-_rng = random.Random()
 
 
 @dataclass(frozen=True)
@@ -166,7 +164,7 @@ async def _turn(
             param=client.conversation_param,
             code="missing_user_message",
         )
-    routing = route(config, client.model, user_id, stored.arms, _rng)
+    routing = route(config, client.model, user_id, stored.arms, engine.rng)
     log.agent, log.provider = routing.agent.name, routing.agent.provider
     log.experiment, log.variant = routing.experiment, routing.variant
     history = stored.history if routing.agent.history else []

@@ -8,7 +8,6 @@ for events as they come. Provider failures leave as ``ApiError``s; the wire modu
 
 import asyncio
 import logging
-import random
 from collections.abc import AsyncIterator, Callable, Coroutine
 from functools import partial
 from typing import Any
@@ -32,7 +31,7 @@ from inference.providers.types import (
     UsageReport,
 )
 from inference.tools.exchanges import delete_expired
-from inference.tools.executor import CallContext, ToolExecutor
+from inference.tools.executor import CallContext, tool_loop
 from inference.tools.loop import ToolLoop
 from inference.turn.judges import JudgedReply, judge_reply, sampled_judges
 from inference.turn.preparation import Turn, release_quietly
@@ -40,7 +39,6 @@ from inference.turn.recording import TurnRecord, record_turns
 from inference.turn.shadows import run_shadow
 
 logger = logging.getLogger("gateway.inference")
-_rng = random.Random()
 
 
 class TurnRunner:
@@ -111,13 +109,7 @@ class TurnRunner:
     def _loop(self, turn: Turn) -> ToolLoop:
         call = turn.call
         context = CallContext(self.config, self.engine, turn.user_id)
-        return ToolLoop(
-            call.provider,
-            call.toolbox,
-            ToolExecutor(context, call.toolbox).run,
-            call.request.response_format,
-            self.config.structured_output.max_repairs,
-        )
+        return tool_loop(context, call.provider, call.toolbox, call.request.response_format)
 
     async def _record(self, turn: Turn, loop: ToolLoop, usage: Usage, reply: str | None) -> None:
         self.log.tokens = usage.total_tokens
@@ -169,7 +161,7 @@ class TurnRunner:
             )
             work += [
                 (f"judge {judge.name}", partial(judge_reply, judge, subject, config, engine))
-                for judge in sampled_judges(config, turn.agent.judges, _rng)
+                for judge in sampled_judges(config, turn.agent.judges, self.engine.rng)
             ]
         work += [
             (f"shadow {shadow.name}", partial(run_shadow, shadow, turn, config, engine))

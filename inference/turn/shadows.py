@@ -3,7 +3,6 @@ answer the same conversation in the background (each under its own preamble and 
 and are judged; their answers are never stored and their tokens never billed."""
 
 import logging
-import random
 import uuid
 
 from agents.schema import AgentConfig, Config
@@ -11,13 +10,11 @@ from core.logformat import log_event
 from inference.engine import Engine
 from inference.errors import ApiError
 from inference.providers.base import ProviderError
-from inference.tools.executor import CallContext, ToolExecutor
-from inference.tools.loop import ToolLoop
+from inference.tools.executor import CallContext, tool_loop
 from inference.turn.judges import JudgedReply, judge_reply, sampled_judges
 from inference.turn.preparation import Turn, agent_call
 
 logger = logging.getLogger("gateway.shadows")
-_rng = random.Random()
 
 
 async def run_shadow(agent: AgentConfig, turn: Turn, config: Config, engine: Engine) -> None:
@@ -25,13 +22,7 @@ async def run_shadow(agent: AgentConfig, turn: Turn, config: Config, engine: Eng
     try:
         call = await agent_call(agent, turn.setting, config, engine)
         context = CallContext(config, engine, turn.user_id)
-        loop = ToolLoop(
-            call.provider,
-            call.toolbox,
-            ToolExecutor(context, call.toolbox).run,
-            call.request.response_format,
-            config.structured_output.max_repairs,
-        )
+        loop = tool_loop(context, call.provider, call.toolbox, call.request.response_format)
         answer = await loop.complete(call.request)
     except (ApiError, ProviderError) as error:
         log_event(
@@ -54,5 +45,5 @@ async def run_shadow(agent: AgentConfig, turn: Turn, config: Config, engine: Eng
         user_text=turn.user_text,
         reply=answer.text,
     )
-    for judge in sampled_judges(config, agent.judges, _rng):
+    for judge in sampled_judges(config, agent.judges, engine.rng):
         await judge_reply(judge, subject, config, engine)

@@ -1,7 +1,6 @@
 """The OpenAI chat-completions wire shapes of an answer: the ``chat.completion`` object and
-the ``chat.completion.chunk`` stream (DESIGN 3, 3.1)."""
+the ``chat.completion.chunk`` stream."""
 
-import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,61 +16,66 @@ from inference.providers.types import (
     Usage,
     UsageReport,
 )
-from inference.turn.preparation import Turn
+from inference.wire.reply import ReplyHeader
 
-logger = logging.getLogger("gateway.inference")
 _DONE = b"data: [DONE]\n\n"
-_INTERNAL_ERROR = ApiError(
-    500, "The gateway failed while streaming the reply", code="internal_error"
-)
 
 
-def completion(turn: Turn, answer: ChatResponse) -> dict[str, Any]:
-    message: dict[str, Any] = {
-        "role": "assistant",
-        "content": answer.text if answer.text or not answer.tool_calls else None,
-        "refusal": None,
-    }
-    if answer.tool_calls:
-        message["tool_calls"] = [_tool_call(call) for call in answer.tool_calls]
-    return {
-        "id": turn.completion_id,
-        "object": "chat.completion",
-        "created": turn.created,
-        "model": turn.requested_model,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": answer.finish_reason,
-                "logprobs": answer.logprobs,
-            }
-        ],
-        "usage": usage_body(answer.usage),
-    }
+class ChatCompletionReply:
+    """``chat.completion`` and its chunk stream."""
+
+    def body(self, header: ReplyHeader, answer: ChatResponse) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": answer.text if answer.text or not answer.tool_calls else None,
+            "refusal": None,
+        }
+        if answer.tool_calls:
+            message["tool_calls"] = [_tool_call(call) for call in answer.tool_calls]
+        return {
+            "id": header.id,
+            "object": "chat.completion",
+            "created": header.created,
+            "model": header.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": answer.finish_reason,
+                    "logprobs": answer.logprobs,
+                }
+            ],
+            "usage": usage_body(answer.usage),
+        }
+
+    def stream(self, header: ReplyHeader) -> "ChatCompletionFrames":
+        return ChatCompletionFrames(header)
 
 
-async def chunks(turn: Turn, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
-    """SSE frames: the role, content and tool-call deltas, the finish, the usage (when
-    asked for) and ``[DONE]``; a failure after the start is a final error frame."""
-    try:
-        yield _frame(_chunk(turn, {"role": "assistant", "content": ""}))
+class ChatCompletionFrames:
+    def __init__(self, header: ReplyHeader) -> None:
+        self.header = header
+
+    async def frames(self, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
+        """SSE frames: the role, content and tool-call deltas, the finish, the usage (when
+        asked for) and ``[DONE]``."""
+        header = self.header
+        yield _frame(_chunk(header, {"role": "assistant", "content": ""}))
         async for event in events:
             if isinstance(event, TextDelta):
-                yield _frame(_chunk(turn, {"content": event.text}, logprobs=event.logprobs))
+                yield _frame(_chunk(header, {"content": event.text}, logprobs=event.logprobs))
             elif isinstance(event, ToolCallDelta):
-                yield _frame(_chunk(turn, {"tool_calls": [_tool_call_delta(event)]}))
+                yield _frame(_chunk(header, {"tool_calls": [_tool_call_delta(event)]}))
             elif isinstance(event, Finish):
-                yield _frame(_chunk(turn, {}, finish_reason=event.reason))
-            elif isinstance(event, UsageReport) and turn.include_usage:
-                yield _frame({**_envelope(turn), "choices": [], "usage": usage_body(event.usage)})
+                yield _frame(_chunk(header, {}, finish_reason=event.reason))
+            elif isinstance(event, UsageReport) and header.include_usage:
+                usage = usage_body(event.usage)
+                yield _frame({**_envelope(header), "choices": [], "usage": usage})
         yield _DONE
-    except ApiError as error:
-        yield _frame(error.body())
-    except Exception:
-        # Headers are sent: only a final error frame can still tell the client.
-        logger.exception("stream %s failed", turn.completion_id)
-        yield _frame(_INTERNAL_ERROR.body())
+
+    def failed(self, error: ApiError) -> bytes:
+        """The error object as a last frame (the status line is long gone)."""
+        return _frame(error.body())
 
 
 def usage_body(usage: Usage) -> dict[str, Any]:
@@ -110,20 +114,23 @@ def _tool_call_delta(delta: ToolCallDelta) -> dict[str, Any]:
     return fragment
 
 
-def _envelope(turn: Turn) -> dict[str, Any]:
+def _envelope(header: ReplyHeader) -> dict[str, Any]:
     return {
-        "id": turn.completion_id,
+        "id": header.id,
         "object": "chat.completion.chunk",
-        "created": turn.created,
-        "model": turn.requested_model,
+        "created": header.created,
+        "model": header.model,
     }
 
 
 def _chunk(
-    turn: Turn, delta: dict[str, Any], finish_reason: str | None = None, logprobs: Any = None
+    header: ReplyHeader,
+    delta: dict[str, Any],
+    finish_reason: str | None = None,
+    logprobs: Any = None,
 ) -> dict[str, Any]:
     choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": logprobs}
-    return {**_envelope(turn), "choices": [choice]}
+    return {**_envelope(header), "choices": [choice]}
 
 
 def _frame(payload: dict[str, Any]) -> bytes:

@@ -1,8 +1,7 @@
 """The OpenAI Responses API wire shapes of an answer: the ``response`` object and its
-event stream, with sequence numbers, as the official SDK reads them (DESIGN 3.2)."""
+event stream, with sequence numbers, as the official SDK reads them."""
 
 import json
-import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -19,10 +18,8 @@ from inference.providers.types import (
     Usage,
     UsageReport,
 )
-from inference.turn.preparation import Turn
 from inference.wire.chat_body import ResponsesIn
-
-logger = logging.getLogger("gateway.inference")
+from inference.wire.reply import ReplyHeader
 
 
 def echo(body: ResponsesIn) -> dict[str, Any]:
@@ -46,34 +43,43 @@ def echo(body: ResponsesIn) -> dict[str, Any]:
     }
 
 
-def response(turn: Turn, settings: dict[str, Any], answer: ChatResponse) -> dict[str, Any]:
-    output: list[dict[str, Any]] = []
-    if answer.text or not answer.tool_calls:
-        logprobs = _token_logprobs(answer.logprobs)
-        output.append(_message(_item_id("msg"), answer.text, "completed", logprobs=logprobs))
-    output += [_function_call(_item_id("fc"), call, "completed") for call in answer.tool_calls]
-    return _response(turn, settings, "completed", output, answer.usage)
+class ResponsesReply:
+    """The ``response`` object and its event stream, repeating the request's settings."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.settings = settings
+
+    def body(self, header: ReplyHeader, answer: ChatResponse) -> dict[str, Any]:
+        output: list[dict[str, Any]] = []
+        if answer.text or not answer.tool_calls:
+            logprobs = _token_logprobs(answer.logprobs)
+            output.append(_message(_item_id("msg"), answer.text, "completed", logprobs=logprobs))
+        output += [_function_call(_item_id("fc"), call, "completed") for call in answer.tool_calls]
+        return _response(header, self.settings, "completed", output, answer.usage)
+
+    def stream(self, header: ReplyHeader) -> "ResponsesFrames":
+        return ResponsesFrames(header, self.settings)
 
 
-async def events(
-    turn: Turn, settings: dict[str, Any], stream: AsyncIterator[StreamEvent]
-) -> AsyncIterator[bytes]:
-    """The documented event sequence: created, in_progress, each output item (added,
-    its content, done), completed; a failure after the start is ``response.failed``."""
-    sequence = _Sequence()
-    yield sequence.frame(
-        "response.created", response=_response(turn, settings, "in_progress", [], None)
-    )
-    yield sequence.frame(
-        "response.in_progress", response=_response(turn, settings, "in_progress", [], None)
-    )
-    output: list[dict[str, Any]] = []
-    message_id, text = "", ""
-    logprobs: list[Any] = []  # of the message's text, where the provider gave them
-    calls: dict[int, dict[str, Any]] = {}  # stream index → function_call item
-    usage: Usage | None = None
-    try:
-        async for event in stream:
+class ResponsesFrames:
+    def __init__(self, header: ReplyHeader, settings: dict[str, Any]) -> None:
+        self.header = header
+        self.settings = settings
+        self.sequence = _Sequence()
+        self.output: list[dict[str, Any]] = []
+
+    async def frames(self, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
+        """The documented event sequence: created, in_progress, each output item (added,
+        its content, done), completed."""
+        header, settings, sequence, output = self.header, self.settings, self.sequence, self.output
+        opening = _response(header, settings, "in_progress", [], None)
+        yield sequence.frame("response.created", response=opening)
+        yield sequence.frame("response.in_progress", response=opening)
+        message_id, text = "", ""
+        logprobs: list[Any] = []  # of the message's text, where the provider gave them
+        calls: dict[int, dict[str, Any]] = {}  # stream index → function_call item
+        usage: Usage | None = None
+        async for event in events:
             if isinstance(event, TextDelta):
                 if not message_id:
                     message_id = _item_id("msg")
@@ -108,16 +114,14 @@ async def events(
             for frame in _call_closed(sequence, item, output):
                 yield frame
         yield sequence.frame(
-            "response.completed", response=_response(turn, settings, "completed", output, usage)
+            "response.completed", response=_response(header, settings, "completed", output, usage)
         )
-    except ApiError as error:
-        yield _failed(sequence, turn, settings, output, error)
-    except Exception:
-        logger.exception("stream %s failed", turn.completion_id)
-        failure = ApiError(
-            500, "The gateway failed while streaming the reply", code="internal_error"
-        )
-        yield _failed(sequence, turn, settings, output, failure)
+
+    def failed(self, error: ApiError) -> bytes:
+        """``response.failed`` with the output streamed so far."""
+        failed = _response(self.header, self.settings, "failed", self.output, None)
+        failed["error"] = {"code": error.code or "server_error", "message": error.message}
+        return self.sequence.frame("response.failed", response=failed)
 
 
 class _Sequence:
@@ -209,34 +213,22 @@ def _call_closed(
     ]
 
 
-def _failed(
-    sequence: _Sequence,
-    turn: Turn,
-    settings: dict[str, Any],
-    output: list[dict[str, Any]],
-    error: ApiError,
-) -> bytes:
-    failed = _response(turn, settings, "failed", output, None)
-    failed["error"] = {"code": error.code or "server_error", "message": error.message}
-    return sequence.frame("response.failed", response=failed)
-
-
 def _response(
-    turn: Turn,
+    header: ReplyHeader,
     settings: dict[str, Any],
     status: str,
     output: list[dict[str, Any]],
     usage: Usage | None,
 ) -> dict[str, Any]:
     return {
-        "id": turn.completion_id,
+        "id": header.id,
         "object": "response",
-        "created_at": turn.created,
+        "created_at": header.created,
         "completed_at": int(time.time()) if status == "completed" else None,
         "status": status,
         "error": None,
         "incomplete_details": None,
-        "model": turn.requested_model,
+        "model": header.model,
         "output": output,
         **settings,
         "usage": _usage(usage) if usage is not None else None,

@@ -14,9 +14,9 @@ from agents.yamldoc import (
     Document,
     NotRepresentable,
     append_entry,
-    keep_layout,
     merge,
     parse,
+    patch_layout,
     remove_entry,
     to_node,
 )
@@ -152,11 +152,18 @@ def test_merge_block_preamble_to_one_line_keeps_the_comment_after_it() -> None:
     assert "+    preamble: Review code.\n     # Two judges:" in diff
 
 
-def test_keep_layout_falls_back_when_the_patch_would_change_the_meaning() -> None:
+def test_patch_layout_gives_the_edit_when_the_original_is_not_line_for_line() -> None:
     original = "a:   1\nb:   2\n"
     baseline = "a: 1\nb: 2\nc: 3\n"  # not line for line: the original cannot be patched
 
-    assert keep_layout(original, baseline, "a: 1\nb: 5\n") == "a: 1\nb: 5\n"
+    assert patch_layout(original, baseline, "a: 1\nb: 5\n") == "a: 1\nb: 5\n"
+
+
+def test_patch_layout_keeps_the_original_lines_the_edit_left_alone() -> None:
+    original = "a:   1  # one\nb:   2\n"
+    baseline = "a: 1  # one\nb: 2\n"
+
+    assert patch_layout(original, baseline, "a: 1  # one\nb: 5\n") == "a:   1  # one\nb: 5\n"
 
 
 def test_edit_that_would_not_read_back_is_not_representable() -> None:

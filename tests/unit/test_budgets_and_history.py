@@ -10,6 +10,7 @@ from agents.schema import HistoryConfig
 from inference.errors import ApiError
 from inference.ledger.budgets import (
     RESERVATION_TTL,
+    TokenCap,
     check_budgets,
     release,
     reservation_size,
@@ -19,7 +20,7 @@ from inference.ledger.budgets import (
 )
 from inference.ledger.history import load_history
 from inference.models import BudgetReservation, LedgerEntry, StoredMessage
-from inference.turn.options import TokenCap, parse_options
+from inference.turn.options import parse_options
 from inference.turn.preparation import _before_the_call
 from inference.wire.chat_body import ChatCompletionIn
 from inference.wire.client_request import from_chat_completion

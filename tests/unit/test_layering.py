@@ -3,11 +3,14 @@
 ``core`` is the floor and imports none of the project's packages; ``agents`` (the
 config) builds only on ``core``; ``inference`` and ``adminui`` build on both, and the
 admin reads recorded data only through ``inference.ledger.queries`` and live state through
-``inference.status``; ``gateway`` is the top,
-wired in by the entry points, and imported by no other package.
+``inference.status``; ``gateway`` is the top, wired in by the entry points, and imported
+by no other package. Inside ``inference`` and ``adminui`` the same holds between their
+parts (sub-packages and top-level modules), and no module anywhere is part of an import
+circle, imports made only for type checking included.
 """
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,46 +29,193 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "adminui": ("core", "agents", "inference.ledger.queries", "inference.status"),
     "gateway": ("core", "agents", "inference", "adminui"),
 }
+# What each part of a package may import from the package's other parts, lower parts first.
+PARTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "inference": {
+        "providers": (),
+        "models": (),
+        "status": (),
+        "background": (),
+        "errors": ("providers",),
+        "structured": ("errors", "providers"),
+        "routing": ("errors", "models"),
+        "wire": ("errors", "providers", "structured"),
+        "ledger": ("errors", "models", "providers"),
+        "tools": ("errors", "ledger", "models", "providers", "routing", "status", "structured"),
+        "engine": ("background", "ledger", "providers", "tools"),
+        "turn": (
+            "engine",
+            "errors",
+            "ledger",
+            "models",
+            "providers",
+            "routing",
+            "structured",
+            "tools",
+            "wire",
+        ),
+        "api": ("engine", "errors", "providers", "turn", "wire"),
+        "migrations": (),
+    },
+    "adminui": {
+        "context": (),
+        "schemas": (),
+        "rendering": ("context",),
+        "access": ("context", "rendering"),
+        "editing": ("context", "rendering", "schemas"),
+        "records": ("access", "context", "rendering", "schemas"),
+        "api": ("context", "editing", "records", "rendering", "schemas"),
+        "urls": ("access", "api"),
+        "templatetags": (),
+    },
+}
+MAX_FILES_PER_FOLDER = 12
+
+
+def modules() -> Iterator[tuple[str, Path]]:
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            yield name.removesuffix(".__init__"), path
+
+
+def imports_of(path: Path) -> list[str]:
+    """Every project module or name ``path`` imports, at any depth of the file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            # "from inference.ledger import queries" imports inference.ledger.queries.
+            found += [f"{node.module}.{alias.name}" for alias in node.names]
+    return [name for name in found if name.split(".")[0] in PACKAGES]
 
 
 def imported_modules(package: str) -> list[tuple[str, str]]:
     """(file, imported module) for every import of a project package in ``package``."""
-    found = []
-    for path in sorted((ROOT / package).rglob("*.py")):
-        tree = ast.parse(path.read_text(), filename=str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                # "from inference.ledger import queries" imports inference.ledger.queries.
-                names = [f"{node.module}.{alias.name}" for alias in node.names]
-            else:
-                continue
-            found += [
-                (str(path.relative_to(ROOT)), name)
-                for name in names
-                if name.split(".")[0] in PACKAGES
-            ]
-    return found
+    return [
+        (str(path.relative_to(ROOT)), name)
+        for module, path in modules()
+        if module.split(".")[0] == package
+        for name in imports_of(path)
+    ]
+
+
+def _allows(rules: tuple[str, ...], module: str) -> bool:
+    return any(module == rule or module.startswith(rule + ".") for rule in rules)
+
+
+def _part(module: str) -> str | None:
+    bits = module.split(".")
+    return bits[1] if len(bits) > 1 else None
 
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_package_imports_only_what_its_layer_allows(package: str) -> None:
     allowed = (package, *ALLOWED[package])
     broken = [
-        (path, module)
-        for path, module in imported_modules(package)
-        if not any(module == rule or module.startswith(rule + ".") for rule in allowed)
+        (path, module) for path, module in imported_modules(package) if not _allows(allowed, module)
     ]
     assert broken == []
 
 
+@pytest.mark.parametrize("package", PARTS)
+def test_parts_import_only_the_parts_below_them(package: str) -> None:
+    rules = PARTS[package]
+    broken = []
+    for path, module in imported_modules(package):
+        source = _part(".".join(Path(path).with_suffix("").parts))
+        target = _part(module) if module.split(".")[0] == package else None
+        if source is None or target is None or target == source:
+            continue
+        if source not in rules or target not in (*rules[source], "__init__"):
+            broken.append((path, module))
+    assert broken == []
+
+
+@pytest.mark.parametrize("package", PARTS)
+def test_every_part_has_a_rule(package: str) -> None:
+    parts = {_part(module) for module, _ in modules() if module.startswith(package + ".")}
+    assert parts - set(PARTS[package]) == set()
+
+
+def test_no_folder_holds_more_than_a_dozen_modules() -> None:
+    crowded = {}
+    for package in PACKAGES:
+        for folder in [ROOT / package, *(ROOT / package).rglob("*/")]:
+            if folder.name in ("migrations", "__pycache__") or not folder.is_dir():
+                continue
+            count = len([p for p in folder.glob("*.py") if p.name != "__init__.py"])
+            if count > MAX_FILES_PER_FOLDER:
+                crowded[str(folder.relative_to(ROOT))] = count
+    assert crowded == {}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the project modules it imports (a name imported from a module counts as
+    that module)."""
+    known = dict(modules())
+    graph: dict[str, set[str]] = {name: set() for name in known}
+    for name, path in known.items():
+        for target in imports_of(path):
+            while target not in known and "." in target:
+                target = target.rsplit(".", 1)[0]
+            if target in known and target != name:
+                graph[name].add(target)
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_no_module_is_part_of_an_import_circle() -> None:
+    assert import_circles(import_graph()) == []
+
+
+def test_circle_finder_finds_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_circles(graph) == [["a", "b", "c"]]
+
+
 def test_layering_rules_see_the_imports_they_judge() -> None:
-    """The scan is not vacuous: known imports are found."""
+    """The scans are not vacuous: known imports are found."""
     assert ("adminui/records/overview.py", "inference.ledger.queries") in imported_modules(
         "adminui"
     )
-    assert ("gateway/urls.py", "adminui.api.api") in imported_modules("gateway")
+    assert ("inference/api/views.py", "inference.api.serve.serve") in imported_modules("inference")
+    assert "inference.turn.runner" in import_graph()["inference.api.serve"]
 
 
 def test_provider_kinds_have_one_source_of_truth() -> None:

@@ -1,9 +1,11 @@
-"""Request bodies as JSON or YAML, parsed into one mapping for one schema.
+"""Every admin request body is read here: HTML forms, JSON and YAML.
 
-HTML form bodies are not parsed here: each route decodes its own form with the Django
-form of the page that sent it (``adminui.editing.formpages``), so the parser hands them on as
-an empty mapping. Line breaks in strings are normalised to ``\\n`` (a ``\\r`` cannot be
-written to a YAML block scalar and read back).
+JSON and YAML are parsed by ninja's parser (``AdminParser``) into one mapping for the
+route's schema. A form is handed on as an empty mapping: the route decodes it with the
+Django form of the page that sent it (``form_data``, ``adminui.editing.formpages``). A YAML
+body a route keeps as text (the config file) is ``yaml_text``. Line breaks in strings are
+normalised to ``\\n`` (a ``\\r`` cannot be written to a YAML block scalar and read back).
+A body that cannot be read is a ``BodyError``, answered with 400.
 """
 
 from typing import Any
@@ -33,6 +35,15 @@ class AdminParser(Parser):
         if not isinstance(data, dict):
             raise BodyError("the body must be an object (a mapping of fields)")
         return normalised(data)
+
+
+def is_yaml(request: HttpRequest) -> bool:
+    return request.content_type in YAML_TYPES
+
+
+def yaml_text(request: HttpRequest) -> str:
+    """The YAML body as sent (``AdminParser`` has already refused one that is not UTF-8)."""
+    return request.body.decode("utf-8")
 
 
 def form_data(request: HttpRequest) -> QueryDict:

@@ -1,0 +1,65 @@
+"""One way to answer a turn, whatever dialect the client spoke: prepare it, run it, and
+write the answer as one body or as a stream of that dialect's frames.
+
+Streaming is written once here: a failure after the first frame went out can only be
+told in a last frame of the dialect (``ReplyFrames.failed``), since the status line is
+already sent.
+"""
+
+import logging
+from collections.abc import AsyncIterator
+
+from django.http import HttpResponse, StreamingHttpResponse
+
+from core import fastjson
+from inference.api.context import InferenceRequest
+from inference.errors import ApiError
+from inference.providers.types import StreamEvent
+from inference.turn.preparation import live_config, prepare_turn
+from inference.turn.runner import TurnRunner
+from inference.wire.client_request import ClientRequest
+from inference.wire.reply import ReplyFormat, ReplyFrames, ReplyHeader
+
+logger = logging.getLogger("gateway.inference")
+_INTERNAL_ERROR = ApiError(
+    500, "The gateway failed while streaming the reply", code="internal_error"
+)
+
+
+async def serve(
+    request: InferenceRequest, client: ClientRequest, reply: ReplyFormat, id_prefix: str
+) -> HttpResponse:
+    holder, engine = request.runtime.holder, request.runtime.engine
+    config = live_config(holder.config, holder.problems)
+    turn = await prepare_turn(client, config, engine, request.log, id_prefix=id_prefix)
+    runner = TurnRunner(config, engine, request.log)
+    header = ReplyHeader(turn.completion_id, turn.created, turn.requested_model, turn.include_usage)
+    if client.stream:
+        events = await runner.open_stream(turn)
+        return event_stream(_frames(reply.stream(header), events, header))
+    answer = await runner.complete(turn)
+    return json_response(reply.body(header, answer))
+
+
+async def _frames(
+    stream: ReplyFrames, events: AsyncIterator[StreamEvent], header: ReplyHeader
+) -> AsyncIterator[bytes]:
+    try:
+        async for frame in stream.frames(events):
+            yield frame
+    except ApiError as error:
+        yield stream.failed(error)
+    except Exception:
+        logger.exception("stream %s failed", header.id)
+        yield stream.failed(_INTERNAL_ERROR)
+
+
+def json_response(body: dict) -> HttpResponse:
+    return HttpResponse(fastjson.dumps(body), content_type="application/json")
+
+
+def event_stream(frames: AsyncIterator[bytes]) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(frames, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
