@@ -1,4 +1,4 @@
-"""Secrets never leave the server once written (DESIGN section 5).
+"""Secrets never leave the server once written (docs/admin.md, "Secret masking").
 
 Reads show an API key as ``sk-…abcd`` (first 3 and last 4 characters, only when it is at
 least 20 characters long, else ``********``) and a password or client secret always as

@@ -1,4 +1,4 @@
-"""Typed schema of the whole config file (DESIGN section 2).
+"""Typed schema of the whole config file (docs/configuration.md).
 
 Field names are the ones users of the original service already write. Unknown keys
 are allowed everywhere (``extra="allow"``): they are preserved on disk and ignored by

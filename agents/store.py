@@ -1,6 +1,6 @@
 """The config store: the only code that writes the config file.
 
-Every write runs the same pipeline (DESIGN section 5): under an exclusive file lock,
+Every write runs the same pipeline (docs/admin.md, "The write pipeline"): under an exclusive file lock,
 read the file on disk, apply the change to its round-trip YAML, validate the whole
 result, write a temp file beside it, fsync, rename, record a ``ConfigRevision``, then
 reload the live snapshot. A rejected write leaves the file byte for byte as it was.

@@ -1,5 +1,5 @@
 """Soak: steady load against a gateway and the fake upstream, watching the server's
-memory and open files for growth (DESIGN 7; target: under 5% RSS growth after warm-up).
+memory and open files for growth (target: under 5% RSS growth after warm-up).
 
 Starts the fake OpenAI upstream and a real gateway (daphne, SQLite) on loopback, sends
 chat requests (plain and streamed, a few users, some with budget caps) at a fixed rate

@@ -1,4 +1,4 @@
-"""HTTP Basic credentials against one configured pair (DESIGN 5), for ``/v1`` and ``/admin``.
+"""HTTP Basic credentials against one configured pair, for ``/v1`` and ``/admin``.
 
 The configured password is plain text or a Django password hash. A hash is slow on purpose,
 so three things keep a flood of wrong passwords from starving everyone else:

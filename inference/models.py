@@ -41,7 +41,7 @@ class LedgerEntry(models.Model):
 class ToolExchange(models.Model):
     """The gateway's own tool calls (and results) of a round that ended at client tool
     calls, kept for an hour under each returned call id so the client's follow-up can
-    put them back before its own results (DESIGN 3.1)."""
+    put them back before its own results."""
 
     call_id = models.CharField(max_length=255)
     user_id = models.CharField(max_length=255)
@@ -98,7 +98,7 @@ class JudgeScore(models.Model):
 
 
 class BudgetReservation(models.Model):
-    """Tokens set aside for a capped request while it runs (DESIGN 7): the budget check
+    """Tokens set aside for a capped request while it runs: the budget check
     counts them with the ledger, so concurrent requests cannot all pass one check. The
     request's ledger row replaces it when the call ends; one a crashed process left
     behind stops counting at ``expires_at``."""

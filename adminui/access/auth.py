@@ -1,4 +1,4 @@
-"""``auth.admin``: who may use the admin once it is configured (DESIGN 5).
+"""``auth.admin``: who may use the admin once it is configured (docs/admin.md, "Who may use the admin").
 
 ``basic``: every request carries ``Authorization: Basic`` (browsers ask once and resend
 it), checked like ``/v1``'s (``core.basicauth``). ``oidc``: a browser logs in at the

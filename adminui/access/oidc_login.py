@@ -1,4 +1,4 @@
-"""Logging in to the admin at the identity provider of ``auth.admin.oidc`` (DESIGN 5).
+"""Logging in to the admin at the identity provider of ``auth.admin.oidc``.
 
 The authorization code flow with PKCE (S256), ``state`` and ``nonce``, through authlib's
 httpx client (``AsyncOAuth2Client``: nothing blocks the event loop). What the flow needs to

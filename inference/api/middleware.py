@@ -40,7 +40,7 @@ class OpenAIErrorMiddleware(AsyncMiddleware):
 
 
 class ProxyAuthGate:
-    """``auth.proxy`` on every ``/v1`` route, before the body is read (DESIGN 4.1).
+    """``auth.proxy`` on every ``/v1`` route, before the body is read.
 
     An ASGI wrapper around Django rather than a middleware: Django reads the whole body
     before any middleware runs, and ninja parses it before any view does, both of which

@@ -1,4 +1,4 @@
-"""Per-user token budgets over rolling windows of the ledger (DESIGN 4.3, 7).
+"""Per-user token budgets over rolling windows of the ledger (docs/api.md, "Token budgets").
 
 A capped request is admitted only while the user's usage plus the tokens reserved by
 their requests in progress is under every cap; admitting it reserves its own tokens in

@@ -1,4 +1,4 @@
-"""Each user's stored conversation, per requested model (DESIGN 4.2).
+"""Each user's stored conversation, per requested model (docs/api.md, "History").
 
 Synchronous ORM code, run by the pipeline inside its batched worker-thread calls.
 """

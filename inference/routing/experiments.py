@@ -1,5 +1,5 @@
 """Which agent answers a ``model`` name: the agent itself, or a variant of an experiment
-(DESIGN 4.8).
+(docs/configuration.md, ``experiments``).
 
 - ``split``: a weighted choice; with ``sticky_by_user`` the choice comes from a stable
   hash of (user id, experiment name), so a user keeps one variant across processes and

@@ -1,4 +1,5 @@
-"""JSON Schema regular expressions on a linear-time engine (DESIGN 7).
+"""JSON Schema regular expressions on a linear-time engine: no client schema can stall
+the event loop.
 
 A client's ``response_format`` schema is checked against the model's reply on the event
 loop. Python's ``re`` backtracks: ``^(a+)+$`` against ``"aaaa…a!"`` takes exponential

@@ -1,4 +1,4 @@
-"""Checking a reply against ``response_format`` and asking for a repair (DESIGN 4.4).
+"""Checking a reply against ``response_format`` and asking for a repair (docs/api.md, "Structured output").
 
 A reply is valid when, with one surrounding code fence stripped, it parses as JSON the
 schema accepts (an object, for ``json_object``). The tool loop sends an invalid reply

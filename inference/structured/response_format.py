@@ -1,4 +1,4 @@
-"""``response_format``: parsing and checking it up front (DESIGN 4.4)."""
+"""``response_format``: parsing and checking it up front."""
 
 import json
 from collections.abc import Iterator

@@ -1,4 +1,4 @@
-"""Keeping the gateway's own half of a tool round for the client's follow-up (DESIGN 3.1).
+"""Keeping the gateway's own half of a tool round for the client's follow-up.
 
 When a round calls client tools and agent tools together, the client only sees its own
 calls. The agent's calls and their results (and what the provider needs back with the

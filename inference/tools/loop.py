@@ -1,4 +1,4 @@
-"""One conversation with a model, from the request to its final answer (DESIGN 3.1, 4.4, 4.7).
+"""One conversation with a model, from the request to its final answer.
 
 Each round is one provider call. A round whose tool calls are all the agent's own is
 run by the gateway and the loop goes on (at most ``MAX_TOOL_ROUNDS`` such rounds); a

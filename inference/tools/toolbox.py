@@ -1,4 +1,4 @@
-"""The tools of one conversation with an agent (DESIGN 3.1, 4.7).
+"""The tools of one conversation with an agent (docs/api.md, "Tools").
 
 The agent's own tools (its MCP servers' tools first, then its subagents) are run by the
 gateway; the client's tools are returned to the client. All of them reach the model

@@ -1,5 +1,5 @@
 """LLM judges: after a reply is sent, each judge of the answering agent scores it in the
-background (DESIGN 4.6).
+background.
 
 A judge sees the last user message and the reply and answers, through the structured
 output machinery (so on any provider kind, repaired if need be), one object keyed by

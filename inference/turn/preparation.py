@@ -1,4 +1,4 @@
-"""Everything decided about a turn before the model is called (DESIGN 4.1).
+"""Everything decided about a turn before the model is called.
 
 identify the user → parse metadata limits and language → check token budgets (and
 reserve the turn's tokens) and load what the database holds for the turn (history,

@@ -1,4 +1,4 @@
-"""The neutral provider request of a turn (DESIGN 4.2, 4.4, 4.5).
+"""The neutral provider request of a turn (docs/api.md, "System prompt").
 
 System prompt order: agent preamble, language instruction, the request's own system
 messages, structured-output instruction. The conversation comes ready: stored history

@@ -96,7 +96,7 @@ class TurnRunner:
             raise
         finally:
             # A disconnect cancels this generator at its current await; the bill must be
-            # written all the same (DESIGN 3: tokens already used are recorded).
+            # written all the same: tokens the provider already spent are billed.
             reply = None
             if outcome == "done" and loop.final is not None:
                 reply = _remembered(loop.final)

@@ -1,4 +1,4 @@
-"""A ``POST /v1/responses`` body in the gateway's neutral terms (DESIGN 3.2).
+"""A ``POST /v1/responses`` body in the gateway's neutral terms (docs/api.md, "The Responses API").
 
 Served statelessly: ``input`` carries the conversation (messages, the model's function
 calls, their outputs); the gateway's own per-user history is the stateful mode, so

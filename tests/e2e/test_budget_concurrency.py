@@ -1,4 +1,4 @@
-"""Budgets stay exact under concurrency (DESIGN 7): N concurrent requests against a cap
+"""Budgets stay exact under concurrency: N concurrent requests against a cap
 overshoot it by at most one request's tokens, in one process and across processes."""
 
 import json

@@ -1,4 +1,4 @@
-"""Hostile input on /v1 (DESIGN 7): nothing a client or an upstream sends freezes the
+"""Hostile input on /v1: nothing a client or an upstream sends freezes the
 server or produces a 500; every refusal is a 400 naming the field."""
 
 import json

@@ -1,5 +1,5 @@
 """Judges score replies in the background, experiments route between agents, through the
-real server (DESIGN 4.6, 4.8)."""
+real server."""
 
 import json
 import sqlite3

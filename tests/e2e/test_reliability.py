@@ -1,4 +1,4 @@
-"""The reliability suite (DESIGN 7), on the session's real server.
+"""The reliability suite, on the session's real server.
 
 - Generated ``/v1`` bodies: whatever a client sends, the answer is a success or a
   documented error status carrying the OpenAI error object; never a server error.

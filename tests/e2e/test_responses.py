@@ -1,4 +1,4 @@
-"""The Responses API, and what real clients send to chat completions (DESIGN 3.1, 3.2),
+"""The Responses API, and what real clients send to chat completions,
 through the real server with the official SDK."""
 
 import base64

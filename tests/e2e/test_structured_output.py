@@ -1,4 +1,4 @@
-"""End-to-end: ``response_format`` enforced on all six provider kinds (DESIGN 4.4).
+"""End-to-end: ``response_format`` enforced on all six provider kinds.
 
 The session gateway runs with the default ``structured_output.max_repairs`` of 2.
 """

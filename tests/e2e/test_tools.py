@@ -1,4 +1,4 @@
-"""Tools in both directions, through the real server (DESIGN 3.1, 4.7).
+"""Tools in both directions, through the real server.
 
 Client tools reach each provider in its own encoding and the model's calls come back in
 the OpenAI shape; the agents' own tools (a real MCP server over stdio and one over

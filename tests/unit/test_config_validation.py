@@ -1,4 +1,4 @@
-"""Each validation rule of DESIGN section 2, with a config that breaks exactly that rule."""
+"""Each validation rule of the config (docs/configuration.md), with a config that breaks exactly that rule."""
 
 import copy
 from collections.abc import Callable

@@ -1,4 +1,4 @@
-"""The gateway's half of a tool round, kept for the client's follow-up (DESIGN 3.1)."""
+"""The gateway's half of a tool round, kept for the client's follow-up."""
 
 from datetime import timedelta
 

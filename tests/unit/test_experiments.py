@@ -1,4 +1,4 @@
-"""Routing between an experiment's variants (DESIGN 4.8), decision by decision.
+"""Routing between an experiment's variants, decision by decision.
 
 Fixed seeds: the statistics are checked on a few thousand routing decisions, not on
 requests."""
