@@ -385,8 +385,9 @@ def _replace_file(path: Path, data: bytes, record: Callable[[], ConfigRevision])
     """Temp file in the same folder, fsync, then the revision, then the rename.
 
     The revision commits before the rename (and is deleted if the rename fails), so a
-    ``kill -9`` at any moment leaves the file equal to a recorded revision; a temp file
-    it leaves behind is removed at the next start (``remove_stale_temp_files``).
+    ``kill -9`` at any moment leaves the file equal to a recorded revision; a temp file it
+    leaves behind, and a revision recorded for a rename that never happened, are removed
+    at the next start (``recover_interrupted_writes``).
     """
     mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
     descriptor, temporary = tempfile.mkstemp(
@@ -423,15 +424,36 @@ def _temp_prefix(path: Path) -> str:
     return f".{path.name}."
 
 
-def remove_stale_temp_files(path: Path) -> list[Path]:
-    """Remove the temp files a writer killed mid-write left beside ``path`` (under the
-    write lock, so no live writer's file goes); the removed paths."""
+@dataclass(frozen=True)
+class Recovered:
+    temp_files: list[Path]  # left beside the file by writers killed mid-write
+    dropped_revision: int | None  # recorded by one of them for a rename that never happened
+
+
+def recover_interrupted_writes(path: Path) -> Recovered:
+    """Undo what writers killed mid-write left behind (under the write lock, so no live
+    writer's work goes): their temp files, and the newest revision when it was recorded
+    for a file that was never renamed into place (it differs from the file, and a temp
+    file shows that a write was cut short)."""
     with _locked(path):
         stale = list(path.parent.glob(f"{glob.escape(_temp_prefix(path))}*{_TEMP_SUFFIX}"))
         for leftover in stale:
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
-    return stale
+        dropped = None
+        if stale:
+            newest = ConfigRevision.objects.order_by("-id").first()
+            if newest is not None and newest.text != _text_or_none(path):
+                dropped = newest.pk
+                newest.delete()
+    return Recovered(stale, dropped)
+
+
+def _text_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _document(text: str) -> Document:

@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 
 from django.conf import settings
+from django.db import DatabaseError
 
 from agents.revisions import RevisionRecorder
 from agents.snapshot import ConfigHolder, Snapshot
@@ -31,7 +32,7 @@ class Runtime:
         self._started: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        _remove_stale_temp_files(self.holder.path)
+        _recover_interrupted_writes(self.holder.path)
         self.recorder.start()
         self.holder.reload()
         self.watcher.start()
@@ -55,17 +56,22 @@ class Runtime:
         self.engine.config_applied(snapshot.config)
 
 
-def _remove_stale_temp_files(path: Path) -> None:
+def _recover_interrupted_writes(path: Path) -> None:
     # Imported here: the store imports the models, and this module is imported by
     # gateway.asgi before Django has loaded its apps.
     from agents import store
 
     try:
-        removed = store.remove_stale_temp_files(path)
+        recovered = store.recover_interrupted_writes(path)
     except store.Busy:
         return  # another process is writing: it will not leave its own file behind
-    for leftover in removed:
+    except DatabaseError as error:  # not migrated yet: nothing was recorded either
+        log_event(logger, "config_recovery_skipped", logging.WARNING, error=str(error))
+        return
+    for leftover in recovered.temp_files:
         log_event(logger, "config_temp_file_removed", path=str(leftover))
+    if recovered.dropped_revision is not None:
+        log_event(logger, "config_revision_dropped", revision=recovered.dropped_revision)
 
 
 _runtime: Runtime | None = None

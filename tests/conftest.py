@@ -5,6 +5,7 @@ budgets never leak between them; tests that need their own config start their ow
 ``GatewayServer``.
 """
 
+import os
 import uuid
 from collections.abc import Iterator
 
@@ -15,7 +16,37 @@ import pytest
 from tests.fakes.base import FakeUpstream
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
+from tests.services import PROBES, missing
 from tests.upstreams import FAKE_CLASSES, shared_config
+
+# Fixtures that stand for a service: a test using one is in that service's group.
+SERVICE_FIXTURES = {"postgres_url": "postgres", "page": "browser"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, marker in SERVICE_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Skip each test whose service is missing, with the reason (or refuse to run at all
+    when ``GATEWAY_TESTS_REQUIRE_SERVICES=1``)."""
+    groups = {
+        marker for item in session.items for marker in PROBES if item.get_closest_marker(marker)
+    }
+    reasons = {marker: missing(marker) for marker in sorted(groups)}
+    absent = {marker: reason for marker, reason in reasons.items() if reason is not None}
+    if absent and os.environ.get("GATEWAY_TESTS_REQUIRE_SERVICES") == "1":
+        listed = "; ".join(f"[{marker}] {reason}" for marker, reason in absent.items())
+        raise pytest.UsageError(f"services the tests require are missing: {listed}")
+    for item in session.items:
+        for marker, reason in absent.items():
+            if item.get_closest_marker(marker):
+                item.add_marker(pytest.mark.skip(reason=f"[{marker}] {reason}"))
+                break
 
 
 @pytest.fixture(scope="session")

@@ -10,12 +10,15 @@ for htmx's ws extension to insert. The channel layer is in memory in one process
 
 import asyncio
 import logging
+import math
+import time
 from datetime import UTC, datetime
 from importlib import import_module
 from typing import Any, cast
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
+from channels_redis.core import RedisChannelLayer
 from django.conf import settings
 from django.http import HttpRequest
 from django.http.cookie import parse_cookie
@@ -37,6 +40,43 @@ GROUP = "admin-live-traffic"
 logger = logging.getLogger("gateway.live")
 _sending: set[asyncio.Task[None]] = set()  # kept referenced until done
 _failing = False  # the channel layer's last send failed (logged once per streak)
+LOOKUP_INTERVAL = 1.0  # seconds an answer about pages open on other workers is trusted
+
+
+class Audience:
+    """Whether any live page is open, so that a finished request costs nothing when none is.
+
+    Pages open on this process are counted as they connect. Under several workers (the
+    Redis channel layer) a page may be open on another one: the group's size in Redis is
+    then looked up, at most once a second, instead of a send to the group (two Redis round
+    trips) for every request.
+    """
+
+    def __init__(self) -> None:
+        self.here = 0
+        self._elsewhere = False
+        self._looked_up = -math.inf
+
+    def known(self) -> bool | None:
+        """Whether a page is open, when that is known without asking Redis; else None."""
+        if self.here:
+            return True
+        if not isinstance(get_channel_layer(), RedisChannelLayer):
+            return False
+        if time.monotonic() - self._looked_up < LOOKUP_INTERVAL:
+            return self._elsewhere
+        return None
+
+    async def look_up(self) -> bool:
+        self._looked_up = time.monotonic()
+        layer = cast(RedisChannelLayer, get_channel_layer())
+        connection = layer.connection(layer.consistent_hash(GROUP))
+        # The key channels_redis keeps the group's members under (a sorted set).
+        self._elsewhere = await connection.zcard(layer._group_key(GROUP)) > 0
+        return self._elsewhere
+
+
+audience = Audience()
 
 
 router = Router(tags=["live"])
@@ -61,6 +101,9 @@ def publish(log: RequestLog) -> None:
     """Hand a finished ``/v1`` request to the open live pages, in the background."""
     if not is_v1_path(log.path):
         return
+    watching = audience.known()
+    if watching is False:
+        return
     summary = {
         "finished": datetime.now(UTC).strftime("%H:%M:%S"),
         "request_id": log.request_id,
@@ -71,14 +114,16 @@ def publish(log: RequestLog) -> None:
         "tokens": log.tokens,
         "latency_ms": log.latency_ms,
     }
-    task = asyncio.get_running_loop().create_task(_send(summary))
+    task = asyncio.get_running_loop().create_task(_send(summary, looked_up=watching is None))
     _sending.add(task)
     task.add_done_callback(_sending.discard)
 
 
-async def _send(summary: dict[str, Any]) -> None:
+async def _send(summary: dict[str, Any], looked_up: bool) -> None:
     global _failing
     try:
+        if looked_up and not await audience.look_up():
+            return
         await get_channel_layer().group_send(GROUP, {"type": "traffic.request", **summary})
     except Exception:
         if not _failing:
@@ -94,6 +139,7 @@ class LiveTrafficConsumer(AsyncWebsocketConsumer):
     def __init__(self, runtime: AdminRuntime) -> None:
         super().__init__()
         self.runtime = runtime
+        self.counted = False  # in the audience (connected and accepted)
 
     async def connect(self) -> None:
         request = self._as_request()
@@ -102,10 +148,15 @@ class LiveTrafficConsumer(AsyncWebsocketConsumer):
             await self.close(code=4403)
             return
         await self.channel_layer.group_add(GROUP, self.channel_name)
+        audience.here += 1
+        self.counted = True
         await self.accept()
         await self.send(text_data=render_to_string("adminui/_live_status.html"))
 
     async def disconnect(self, code: int) -> None:
+        if self.counted:
+            audience.here -= 1
+            self.counted = False
         await self.channel_layer.group_discard(GROUP, self.channel_name)
 
     async def traffic_request(self, event: dict[str, Any]) -> None:

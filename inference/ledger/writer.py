@@ -8,14 +8,20 @@ paying one each. A caller whose reply acknowledges something a later request rea
 (``write``) waits for the commit of its group, so that it is in the database for every
 process (budgets and history stay exact across workers); any other caller only queues its
 record (``queue``) and answers at once. A group that fails is retried record by record, so
-one bad record fails alone. ``stop`` writes whatever is pending before the process exits.
+one bad record fails alone. ``stop`` writes whatever is pending before the process exits,
+including the records of requests still being answered when it was called.
 """
 
 import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from core.afterresponse import responses_in_progress
 from inference.ledger.database import in_database
+
+# How long stop() waits for requests still being answered to hand over their records: with
+# the background work's grace before it, within the time a worker gets before SIGKILL.
+DRAIN_SECONDS = 8.0
 
 type WriteGroup = Callable[[list[Any]], None]
 type Pending = list[tuple[Any, asyncio.Future[None]]]
@@ -39,8 +45,14 @@ class RecordWriter:
             self._flusher = asyncio.create_task(self._flush(), name="write records")
         return written
 
-    async def stop(self) -> None:
-        """Wait until every queued record is written."""
+    async def stop(self, drain: float = DRAIN_SECONDS) -> None:
+        """Wait up to ``drain`` seconds for the requests still being answered (a request the
+        server cancels records what it spent as it ends), then until every queued record is
+        written."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + drain
+        while responses_in_progress() and loop.time() < deadline:
+            await asyncio.sleep(0.01)
         while self._flusher is not None and not self._flusher.done():
             await asyncio.shield(self._flusher)
 

@@ -156,6 +156,7 @@ def test_admin_oidc_refuses_other_clients_tokens_and_anonymous_scripts(
     assert other.status_code == 401 and other.json()["error"]["code"] == "invalid_token"
 
 
+@pytest.mark.browser
 def test_admin_oidc_browser_login_and_logout(server: GatewayServer, idp: IdentityProvider) -> None:
     with chromium_page() as page:
         page.goto(f"{server.url}/admin/agents")

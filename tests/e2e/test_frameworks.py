@@ -9,6 +9,8 @@ from tests.frameworks import run_client
 from tests.server import GatewayServer
 from tests.upstreams import sent_tool_calls_and_results
 
+pytestmark = pytest.mark.clients
+
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 def test_openai_agents_sdk_runs_a_function_tool_through_the_gateway(

@@ -415,6 +415,7 @@ def seed_trend(server: GatewayServer) -> None:
                     )
 
 
+@pytest.mark.browser
 def test_score_charts_draw_in_the_browser(server: GatewayServer) -> None:
     seed_trend(server)
     with chromium_page() as page:

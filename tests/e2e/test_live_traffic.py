@@ -65,6 +65,7 @@ def test_live_page_refuses_a_websocket_from_another_site(gateway: GatewayServer)
         assert "Connected" in str(socket.recv(timeout=10))
 
 
+@pytest.mark.redis
 def test_live_page_shows_requests_of_every_worker_through_redis(
     page: Page, tmp_path: Path, upstreams: dict[str, FakeUpstream]
 ) -> None:

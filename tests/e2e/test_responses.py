@@ -231,6 +231,7 @@ def test_responses_refuses_what_it_cannot_serve_naming_the_field(
 
 
 @pytest.mark.parametrize("kind", ["anthropic", "openai"])
+@pytest.mark.clients
 def test_openai_agents_sdk_in_its_default_responses_mode_finishes_with_a_tool(
     kind: str, gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
 ) -> None:

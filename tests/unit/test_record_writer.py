@@ -1,0 +1,44 @@
+"""The record writer at shutdown: what requests still being answered hand over is written."""
+
+import asyncio
+
+from core.afterresponse import response_scope
+from inference.ledger.writer import RecordWriter
+
+
+async def test_stop_writes_the_record_of_a_request_that_ends_after_it_was_called() -> None:
+    writer = RecordWriter()
+    written: list[str] = []
+    started = asyncio.Event()
+
+    async def request_still_answering() -> None:
+        with response_scope():
+            started.set()
+            await asyncio.sleep(0.2)  # a stream the server is cancelling, recording as it ends
+            writer.queue(written.extend, "late turn")
+
+    answering = asyncio.create_task(request_still_answering())
+    await started.wait()
+    await writer.stop()
+
+    assert written == ["late turn"]
+    await answering
+
+
+async def test_stop_gives_up_on_a_request_that_outlasts_the_drain() -> None:
+    writer = RecordWriter()
+    written: list[str] = []
+    writer.queue(written.extend, "queued before")
+    release = asyncio.Event()
+
+    async def request_that_hangs() -> None:
+        with response_scope():
+            await release.wait()
+
+    hanging = asyncio.create_task(request_that_hangs())
+    await asyncio.sleep(0)
+    await writer.stop(drain=0.05)
+
+    assert written == ["queued before"]
+    release.set()
+    await hanging
