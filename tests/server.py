@@ -2,13 +2,17 @@
 ``manage.py serve`` (migrations, config check, then daphne)."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -97,6 +101,24 @@ class GatewayServer:
         """The server's process: daphne itself, or the supervisor of the workers."""
         assert self._process is not None
         return self._process.pid
+
+    def worker_pids(self) -> list[int]:
+        """The worker processes under ``--workers`` (the supervisor's daphne children)."""
+        return sorted(child.pid for child in psutil.Process(self.pid).children())
+
+    @contextmanager
+    def only(self, worker: int) -> Iterator[None]:
+        """Requests made meanwhile reach ``worker``: the other workers are paused
+        (SIGSTOP). The workers accept on one shared socket, so a paused one takes no
+        connection, whatever the kernel would have chosen."""
+        others = [pid for pid in self.worker_pids() if pid != worker]
+        for pid in others:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for pid in others:
+                os.kill(pid, signal.SIGCONT)
 
     def wait(self, timeout: float) -> int:
         """The exit code of the server process, once it exits on its own."""

@@ -48,32 +48,42 @@ class Audience:
 
     Pages open on this process are counted as they connect. Under several workers (the
     Redis channel layer) a page may be open on another one: the group's size in Redis is
-    then looked up, at most once a second, instead of a send to the group (two Redis round
-    trips) for every request.
+    then looked up, at most once a second (requests finishing meanwhile share the answer),
+    instead of a send to the group (two Redis round trips) for every request.
     """
 
     def __init__(self) -> None:
         self.here = 0
-        self._elsewhere = False
+        self._lookup: asyncio.Future[int] | None = None
         self._looked_up = -math.inf
 
     def known(self) -> bool | None:
-        """Whether a page is open, when that is known without asking Redis; else None."""
+        """Whether a page is open, when that is known without waiting for Redis."""
         if self.here:
             return True
         if not isinstance(get_channel_layer(), RedisChannelLayer):
             return False
-        if time.monotonic() - self._looked_up < LOOKUP_INTERVAL:
-            return self._elsewhere
-        return None
+        lookup = self._lookup
+        if lookup is None or not lookup.done() or lookup.cancelled() or lookup.exception():
+            return None
+        fresh = time.monotonic() - self._looked_up < LOOKUP_INTERVAL
+        return lookup.result() > 0 if fresh else None
 
-    async def look_up(self) -> bool:
-        self._looked_up = time.monotonic()
+    async def watching(self) -> bool:
+        known = self.known()
+        if known is not None:
+            return known
+        lookup = self._lookup
+        if lookup is None or lookup.done():  # none yet, stale, or failed: look up again
+            self._looked_up = time.monotonic()
+            lookup = self._lookup = asyncio.ensure_future(self._group_size_in_redis())
+        return await asyncio.shield(lookup) > 0
+
+    async def _group_size_in_redis(self) -> int:
         layer = cast(RedisChannelLayer, get_channel_layer())
         connection = layer.connection(layer.consistent_hash(GROUP))
         # The key channels_redis keeps the group's members under (a sorted set).
-        self._elsewhere = await connection.zcard(layer._group_key(GROUP)) > 0
-        return self._elsewhere
+        return int(await connection.zcard(layer._group_key(GROUP)))
 
 
 audience = Audience()
@@ -101,8 +111,7 @@ def publish(log: RequestLog) -> None:
     """Hand a finished ``/v1`` request to the open live pages, in the background."""
     if not is_v1_path(log.path):
         return
-    watching = audience.known()
-    if watching is False:
+    if audience.known() is False:
         return
     summary = {
         "finished": datetime.now(UTC).strftime("%H:%M:%S"),
@@ -114,15 +123,15 @@ def publish(log: RequestLog) -> None:
         "tokens": log.tokens,
         "latency_ms": log.latency_ms,
     }
-    task = asyncio.get_running_loop().create_task(_send(summary, looked_up=watching is None))
+    task = asyncio.get_running_loop().create_task(_send(summary))
     _sending.add(task)
     task.add_done_callback(_sending.discard)
 
 
-async def _send(summary: dict[str, Any], looked_up: bool) -> None:
+async def _send(summary: dict[str, Any]) -> None:
     global _failing
     try:
-        if looked_up and not await audience.look_up():
+        if not await audience.watching():
             return
         await get_channel_layer().group_send(GROUP, {"type": "traffic.request", **summary})
     except Exception:

@@ -62,6 +62,7 @@ def write_until_killed(server: GatewayServer, writer: int, stop: threading.Event
                 return  # the server is gone
 
 
+@pytest.mark.slow
 def test_kill_9_during_concurrent_writes_leaves_a_recorded_revision_and_no_temp_file(
     server: GatewayServer,
 ) -> None:

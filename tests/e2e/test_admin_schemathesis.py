@@ -78,6 +78,7 @@ def test_openapi_is_3_1_and_describes_every_admin_route(server: GatewayServer) -
 
 
 @pytest.mark.timeout(420)  # the fuzzer alone may take minutes on a 2-core machine
+@pytest.mark.slow
 def test_schemathesis_finds_no_server_error_and_no_schema_violation(
     server: GatewayServer, tmp_path: Path
 ) -> None:

@@ -95,6 +95,7 @@ def test_a_refusal_while_requests_are_in_flight_says_tokens_are_reserved(
     assert refused.headers["retry-after"].isdigit()
 
 
+@pytest.mark.slow
 def test_two_processes_on_postgresql_share_the_cap(
     tmp_path: Path, openai_fake: OpenAIUpstream, postgres_url: str
 ) -> None:

@@ -142,6 +142,7 @@ def test_client_disconnect_cancels_upstream_and_keeps_the_partial_reply(
     assert partial.startswith("w0 w1 ") and len(partial) < len("".join(words))
 
 
+@pytest.mark.slow
 def test_two_processes_share_budgets_and_history(
     tmp_path: Path, openai_fake: OpenAIUpstream
 ) -> None:
@@ -189,6 +190,7 @@ def shared_database_journey(
         )
 
 
+@pytest.mark.slow
 def test_two_processes_on_postgresql(
     tmp_path: Path, openai_fake: OpenAIUpstream, postgres_url: str
 ) -> None:

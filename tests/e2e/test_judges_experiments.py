@@ -249,6 +249,7 @@ def insert_scores(server: GatewayServer, variant: str, score: int, count: int) -
             )
 
 
+@pytest.mark.slow
 def test_two_processes_agree_on_sticky_variants_and_bandit_means(
     server: GatewayServer, fakes: dict[str, FakeUpstream], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -494,6 +495,7 @@ def test_the_original_example_configs_judges_and_experiment_run_as_written(
         example.stop()
 
 
+@pytest.mark.slow
 def test_judges_wait_for_nothing_and_shutdown_lets_quick_ones_finish_and_cancels_the_rest(
     tmp_path_factory: pytest.TempPathFactory,
     upstreams: dict[str, FakeUpstream],

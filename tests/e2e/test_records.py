@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.fakes.base import FakeUpstream
 from tests.server import GatewayServer
@@ -17,6 +18,7 @@ TOKENS_PER_CALL = 18  # the fake's default usage: 11 prompt + 7 completion token
 BURST = 48
 
 
+@pytest.mark.slow
 def test_records_of_a_burst_survive_sigterm(
     tmp_path: Path, upstreams: dict[str, FakeUpstream]
 ) -> None:

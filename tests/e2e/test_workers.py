@@ -33,7 +33,7 @@ def workers(
 
 
 def ask(server: GatewayServer, user: str, text: str, **metadata: str) -> httpx.Response:
-    """One request on a connection of its own, so the kernel may hand it to either worker."""
+    """One request on a connection of its own, so either worker may take it."""
     body = {
         "model": "openai-agent",
         "messages": [{"role": "user", "content": text}],
@@ -41,6 +41,19 @@ def ask(server: GatewayServer, user: str, text: str, **metadata: str) -> httpx.R
         "metadata": metadata,
     }
     return httpx.post(f"{server.url}/v1/chat/completions", json=body, timeout=30)
+
+
+def ask_on_each_worker(
+    server: GatewayServer, user: str, texts: list[str], **metadata: str
+) -> list[httpx.Response]:
+    """``texts`` asked concurrently, half of them while only the first worker accepts and
+    half while only the second does: both serve, however the kernel spreads connections."""
+    half = len(texts) // 2
+    responses = []
+    for worker, share in zip(server.worker_pids(), (texts[:half], texts[half:]), strict=True):
+        with server.only(worker), ThreadPoolExecutor(4) as pool:
+            responses += pool.map(lambda text: ask(server, user, text, **metadata), share)
+    return responses
 
 
 def serving_pids(server: GatewayServer, user: str, status: int | None = None) -> set[int]:
@@ -64,12 +77,12 @@ def test_workers_share_history_and_ledger_exactly(
 ) -> None:
     user = f"user-{uuid.uuid4().hex[:12]}"
     texts = [f"question {index}" for index in range(REQUESTS)]
-    with ThreadPoolExecutor(8) as pool:
-        statuses = [
-            response.status_code for response in pool.map(lambda t: ask(workers, user, t), texts)
-        ]
-    assert statuses == [200] * REQUESTS
-    assert len(serving_pids(workers, user)) == 2
+    half = REQUESTS // 2
+    responses = ask_on_each_worker(workers, user, texts[:half])
+    with ThreadPoolExecutor(8) as pool:  # and both at once, as the kernel spreads them
+        responses += pool.map(lambda text: ask(workers, user, text), texts[half:])
+    assert [response.status_code for response in responses] == [200] * REQUESTS
+    assert serving_pids(workers, user) == set(workers.worker_pids())
     with database(workers) as db:
         stored = db.execute(
             "SELECT role, content FROM inference_storedmessage WHERE user_id = ?", (user,)
@@ -95,12 +108,9 @@ def test_workers_both_refuse_a_user_at_the_cap(workers: GatewayServer) -> None:
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(lambda index: ask(workers, user, f"q{index}"), range(8)))
     cap = str(8 * TOKENS_PER_CALL)
-    with ThreadPoolExecutor(4) as pool:
-        refusals = list(
-            pool.map(lambda index: ask(workers, user, "over", tokens_per_day=cap), range(12))
-        )
+    refusals = ask_on_each_worker(workers, user, ["over"] * 12, tokens_per_day=cap)
     assert [response.status_code for response in refusals] == [429] * 12
-    assert len(serving_pids(workers, user, status=429)) == 2
+    assert serving_pids(workers, user, status=429) == set(workers.worker_pids())
     with database(workers) as db:
         billed = db.execute(
             "SELECT SUM(total_tokens) FROM inference_ledgerentry WHERE user_id = ?", (user,)
@@ -112,9 +122,8 @@ def test_workers_metrics_add_up_every_worker(workers: GatewayServer) -> None:
     user = f"user-{uuid.uuid4().hex[:12]}"
     labels = {"agent": "openai-agent", "status": "200", "stream": "false"}
     before = workers.metric("gateway_requests_total", **labels)
-    with ThreadPoolExecutor(4) as pool:
-        list(pool.map(lambda index: ask(workers, user, f"q{index}"), range(12)))
-    assert len(serving_pids(workers, user)) == 2
+    ask_on_each_worker(workers, user, [f"q{index}" for index in range(12)])
+    assert serving_pids(workers, user) == set(workers.worker_pids())
     assert workers.metric("gateway_requests_total", **labels) == before + 12
 
 
