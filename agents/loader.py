@@ -82,7 +82,7 @@ def _rules_of_well_typed_entries(data: dict[str, Any], error: ValidationError) -
     removed_names: set[str] = set()
     for item in error.errors():
         location = item["loc"]
-        section = location[0]
+        section = str(location[0])  # a field of the config: always a name
         value = reduced.get(section)
         if section in _LIST_SECTIONS and len(location) > 1 and isinstance(value, list):
             index = location[1]

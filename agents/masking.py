@@ -108,7 +108,7 @@ def mask_config(data: Any) -> None:
 
 
 def keep_config_secrets(
-    data: Any, stored: Any, assign: Callable[[dict, str, str], None] = dict.__setitem__
+    data: Any, stored: Any, assign: Callable[[Any, str, str], None] = dict.__setitem__
 ) -> None:
     """Put back, in place (with ``assign``), the stored secrets that ``data`` sends masked;
     ``ForeignMask`` if it sends a mask of something else."""

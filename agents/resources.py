@@ -27,7 +27,7 @@ class Resource:
     def entries(self, data: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """The collection's entries by key, as written in the file."""
         value = data.get(self.section) or ({} if not self.is_list else [])
-        if self.is_list:
+        if isinstance(value, list):
             return {
                 str(item.get(self.key_field)): item
                 for item in value

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from filelock import Timeout
+from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
 from agents import masking, revisions
@@ -504,7 +505,7 @@ def _with_stored_secrets(text: str, stored: Any) -> tuple[str, Any]:
     return document.render()
 
 
-def _restore_secret(mapping: dict, key: str, value: str) -> None:
+def _restore_secret(mapping: CommentedMap, key: str, value: str) -> None:
     """The mask ``'********'`` is quoted only because a plain scalar cannot start with ``*``:
     the secret it stands for goes back in the style the dumper picks."""
     if mapping[key] == masking.HIDDEN:

@@ -6,9 +6,16 @@ so the admin, ``check_config`` and the reload log all say the same thing.
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-from agents.schema import PROVIDER_KINDS, AuthScope, Config, ExperimentConfig
+from agents.schema import (
+    PROVIDER_KINDS,
+    AgentConfig,
+    AuthScope,
+    Config,
+    ExperimentConfig,
+    JudgeConfig,
+)
 
 
 def cross_validate(config: Config) -> list[str]:
@@ -43,11 +50,12 @@ _NAME_RULE = (
 
 
 def _check_names(config: Config) -> Iterator[str]:
-    for section, items in (
+    named: tuple[tuple[str, Sequence[AgentConfig | JudgeConfig | ExperimentConfig]], ...] = (
         ("agents", config.agents),
         ("judges", config.judges),
         ("experiments", config.experiments),
-    ):
+    )
+    for section, items in named:
         seen: set[str] = set()
         for index, item in enumerate(items):
             if not item.name.strip():
@@ -73,7 +81,11 @@ def _check_providers(config: Config) -> Iterator[str]:
     for kind in config.providers:
         if kind not in PROVIDER_KINDS:
             yield f"providers.{kind}: unknown provider kind (expected one of {', '.join(PROVIDER_KINDS)})"
-    for section, items in (("agents", config.agents), ("judges", config.judges)):
+    served: tuple[tuple[str, Sequence[AgentConfig | JudgeConfig]], ...] = (
+        ("agents", config.agents),
+        ("judges", config.judges),
+    )
+    for section, items in served:
         for index, item in enumerate(items):
             if item.provider not in config.providers:
                 yield f"{section}[{index}].provider: provider '{item.provider}' is not configured"

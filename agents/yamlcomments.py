@@ -72,8 +72,10 @@ def assign(container: Node, key: Any, value: Any) -> None:
     """Replace an entry's value, keeping the lines that follow the entry."""
     eol, after = _tail(container, key)
     # ruamel would re-apply the old value's scalar style (a literal block, say) to a plain str.
-    base = dict if isinstance(container, CommentedMap) else list
-    base.__setitem__(container, key, value)
+    if isinstance(container, CommentedMap):
+        dict.__setitem__(container, key, value)
+    else:
+        list.__setitem__(container, key, value)
     _set_tail(container, key, eol, after)
 
 
@@ -195,7 +197,7 @@ def _set_before_first(parent: Node | None, name: Any, text: str) -> None:
 def _take_after_value(parent: Node | None, name: Any) -> str:
     slot = _parent_slot(parent, name)
     token = slot[2] if slot else None
-    if token is None:
+    if slot is None or token is None:
         return ""
     text = token.value
     cut = text.find("\n") + 1 or len(text)

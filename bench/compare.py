@@ -333,13 +333,13 @@ def report_ratios(results: dict[tuple[str, bool, int], Cell], workers: int) -> N
         print(verdict(added["gateway"] / added["relay"], 1.25, True))
     gateway_json = cell("gateway", False, 1)
     if gateway_json.overheads:
-        added = percentile(gateway_json.latencies, 0.5) - percentile(
+        added_ms = percentile(gateway_json.latencies, 0.5) - percentile(
             cell("direct", False, 1).latencies, 0.5
         )
         print(
             f"  cross-check, json, 1 client: X-Gateway-Overhead-Ms p50 "
             f"{statistics.median(gateway_json.overheads):.2f} ms against added latency "
-            f"(gateway p50 - direct p50) {added:.2f} ms"
+            f"(gateway p50 - direct p50) {added_ms:.2f} ms"
         )
 
 

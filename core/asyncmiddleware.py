@@ -16,4 +16,4 @@ class AsyncMiddleware:
 
     def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
-        markcoroutinefunction(self)
+        markcoroutinefunction(self)  # type: ignore[type-var]  # an instance, called as a coroutine

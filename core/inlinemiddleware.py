@@ -7,8 +7,8 @@ below only look at the request and set headers or cookies (the session is a sign
 cookie, no store behind it), so they run inline.
 """
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
 from django.contrib.sessions.middleware import SessionMiddleware as DjangoSessionMiddleware
 from django.http import HttpRequest, HttpResponseBase
@@ -25,7 +25,8 @@ class InlineMiddlewareMixin(MiddlewareMixin):
         response = None
         if hasattr(self, "process_request"):
             response = self.process_request(request)
-        response = response or await self.get_response(request)
+        # Under ASGI get_response is the async chain's next handler.
+        response = response or await cast(Awaitable[HttpResponseBase], self.get_response(request))
         if hasattr(self, "process_response"):
             response = self.process_response(request, response)
         return response

@@ -88,14 +88,15 @@ class OidcProvider:
                 decoded = _decode(token, await self._refetched_keys(metadata, keys))
             except InvalidKeyIdError as error:
                 raise InvalidToken(_UNKNOWN_KEY) from error
-        registry = jwt.JWTClaimsRegistry(
-            leeway=LEEWAY_SECONDS,
-            iss={"essential": True, "value": metadata.issuer},
-            aud={"essential": True, "value": audience},
-            exp={"essential": True},
-            sub={"essential": True},
-            **({"nonce": {"essential": True, "value": nonce}} if nonce is not None else {}),
-        )
+        claims: dict[str, Any] = {
+            "iss": {"essential": True, "value": metadata.issuer},
+            "aud": {"essential": True, "value": audience},
+            "exp": {"essential": True},
+            "sub": {"essential": True},
+        }
+        if nonce is not None:
+            claims["nonce"] = {"essential": True, "value": nonce}
+        registry = jwt.JWTClaimsRegistry(leeway=LEEWAY_SECONDS, **claims)
         try:
             registry.validate(decoded.claims)
         except JoseError as error:

@@ -11,10 +11,11 @@ Lifespan-capable servers (uvicorn, granian) start and stop them through lifespan
 import asyncio
 import os
 import sys
-from typing import Any
+from typing import Any, cast
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
+from asgiref.typing import WebSocketScope
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.routing import URLRouter
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
@@ -50,8 +51,9 @@ class NoSuchWebsocket(AsyncWebsocketConsumer):
 
 websockets = URLRouter(
     [
-        path("admin/live", LiveTrafficConsumer.as_asgi(runtime=process)),
-        re_path(r"", NoSuchWebsocket.as_asgi()),
+        # The stubs of Channels expect its own pattern types; Django's are what it documents.
+        path("admin/live", LiveTrafficConsumer.as_asgi(runtime=process)),  # type: ignore[list-item, arg-type]
+        re_path(r"", NoSuchWebsocket.as_asgi()),  # type: ignore[list-item, arg-type]
     ]
 )
 
@@ -59,7 +61,7 @@ websockets = URLRouter(
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] == "websocket":
         await process.started()
-        await websockets(scope, receive, send)
+        await websockets(cast(WebSocketScope, scope), receive, send)
         return
     if scope["type"] != "lifespan":
         await process.started()

@@ -12,8 +12,9 @@ Request code of both apps reads what it needs from the request (``request.runtim
 import time
 import uuid
 from collections.abc import AsyncIterator
+from typing import cast
 
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 
 from adminui.records import live
 from core.asyncmiddleware import AsyncMiddleware
@@ -36,10 +37,10 @@ class RequestContextMiddleware(AsyncMiddleware):
         log.status, log.stream = response.status_code, response.streaming
         if is_v1_path(request.path):
             response["X-Gateway-Overhead-Ms"] = f"{_overhead_ms(started, clock):.2f}"
-        if response.streaming:
-            response.streaming_content = _log_when_done(  # type: ignore[attr-defined]
-                response.streaming_content, log, started, clock
-            )
+        if isinstance(response, StreamingHttpResponse):
+            # Every stream the gateway serves is an async iterator (ASGI).
+            content = cast(AsyncIterator[bytes], response.streaming_content)
+            response.streaming_content = _log_when_done(content, log, started, clock)
         else:
             _finish(log, started, clock)
         return response

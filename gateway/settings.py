@@ -14,6 +14,7 @@ Everything an operator may change comes from the environment:
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -81,7 +82,7 @@ TEMPLATES = [
 ]
 
 
-def _database(url: str) -> dict:
+def _database(url: str) -> dict[str, Any]:
     # Connections live on in the worker threads of the /v1 pipeline (inference.ledger.database),
     # checked before reuse.
     database = dj_database_url.parse(url, conn_max_age=600, conn_health_checks=True)
@@ -93,7 +94,7 @@ def _database(url: str) -> dict:
             "timeout": 5,
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
         }
-    return database
+    return dict(database)
 
 
 DATABASES = {

@@ -103,6 +103,7 @@ def sent_tool_calls_and_results(
     kind: str, body: dict[str, Any]
 ) -> tuple[list[tuple[str, str, Any, str | None]], list[tuple[str, str]]]:
     """(id, name, arguments, signature) of the calls and (id, text) of the results sent."""
+    calls: list[tuple[str, str, Any, str | None]]
     if kind == "anthropic":
         blocks = [block for message in body["messages"] for block in message["content"]]
         calls = [

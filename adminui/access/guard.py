@@ -93,10 +93,10 @@ def needs_csrf(request: HttpRequest) -> bool:
 
 
 def _csrf_rejected(request: HttpRequest) -> bool:
-    def protected_view(request: HttpRequest) -> None:
-        return None
+    def protected_view(request: HttpRequest) -> HttpResponse:
+        return HttpResponse()
 
-    check = CsrfViewMiddleware(lambda request: None)
+    check = CsrfViewMiddleware(protected_view)
     return check.process_view(request, protected_view, (), {}) is not None
 
 

@@ -7,7 +7,7 @@ shown next to the field they name.
 
 import io
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from django import forms
 from ruamel.yaml import YAML
@@ -37,7 +37,7 @@ class YamlField(forms.CharField):
         super().__init__(required=False, strip=False, **kwargs)
 
     def to_python(self, value: Any) -> Any:
-        text = super().to_python(value)
+        text = super().to_python(value) or ""
         if not text.strip():
             return None
         try:
@@ -63,7 +63,7 @@ class LinesField(forms.CharField):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(required=False, **kwargs)
 
-    def to_python(self, value: Any) -> list[str]:
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
         text = super().to_python(value) or ""
         return [line.strip() for line in text.splitlines() if line.strip()]
 
@@ -98,7 +98,8 @@ class ResourceForm(forms.Form):
         key: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(*args, label_suffix="", **kwargs)
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
         self.key = key
         self.config = config = config or {}
         for field, sections in self.choices_from.items():
@@ -108,7 +109,7 @@ class ResourceForm(forms.Form):
                 for name in _names(config, section)
                 if not (self.resource.is_list and name == key)
             ]
-            self.fields[field].choices = [(name, name) for name in names]
+            cast(forms.ChoiceField, self.fields[field]).choices = [(name, name) for name in names]
         if "provider" in self.fields:
             providers = list(config.get("providers") or {})
             self.fields["provider"].widget = forms.Select(

@@ -63,6 +63,7 @@ def restore_revision(
 ) -> Any:
     result = store.restore_revision(request.runtime.holder, revision_id, author_of(request))
     restored = result.revision or ConfigRevision.objects.order_by("-id").first()
+    assert restored is not None  # the restore recorded one, or the file already was it
     return written(request, reverse("admin:revisions"), Status(200, _summary(restored)))
 
 

@@ -39,7 +39,7 @@ def headers(resource: Resource) -> list[str]:
     """The table's column titles: the labels the collection's form gives its fields."""
     fields = FORMS[resource.section].base_fields
     return [
-        fields[name].label or pretty_name(name)
+        str(fields[name].label or pretty_name(name))
         for name in (resource.key_field, *COLUMNS[resource.section])
     ]
 

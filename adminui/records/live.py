@@ -17,7 +17,7 @@ from importlib import import_module
 from typing import Any, cast
 
 from channels.generic.websocket import AsyncWebsocketConsumer
-from channels.layers import get_channel_layer
+from channels.layers import BaseChannelLayer, get_channel_layer
 from channels_redis.core import RedisChannelLayer
 from django.conf import settings
 from django.http import HttpRequest
@@ -133,7 +133,9 @@ async def _send(summary: dict[str, Any]) -> None:
     try:
         if not await audience.watching():
             return
-        await get_channel_layer().group_send(GROUP, {"type": "traffic.request", **summary})
+        await cast(BaseChannelLayer, get_channel_layer()).group_send(
+            GROUP, {"type": "traffic.request", **summary}
+        )
     except Exception:
         if not _failing:
             logger.exception("the live traffic page misses requests: channel layer failed")

@@ -8,7 +8,7 @@ normalised to ``\\n`` (a ``\\r`` cannot be written to a YAML block scalar and re
 A body that cannot be read is a ``BodyError``, answered with 400.
 """
 
-from typing import Any
+from typing import Any, cast
 
 from django.http import HttpRequest, QueryDict
 from ninja.parser import Parser
@@ -31,7 +31,7 @@ class AdminParser(Parser):
         if request.content_type in YAML_TYPES:
             data = _yaml(request.body)
         else:
-            data = _json(request, super())
+            data = _json(request, cast(Parser, super()))
         if not isinstance(data, dict):
             raise BodyError("the body must be an object (a mapping of fields)")
         return normalised(data)

@@ -9,7 +9,7 @@ already sent.
 import logging
 from collections.abc import AsyncIterator
 
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 
 from core import fastjson
 from inference.api.context import InferenceRequest
@@ -28,7 +28,7 @@ _INTERNAL_ERROR = ApiError(
 
 async def serve(
     request: InferenceRequest, client: ClientRequest, reply: ReplyFormat, id_prefix: str
-) -> HttpResponse:
+) -> HttpResponseBase:
     holder, engine = request.runtime.holder, request.runtime.engine
     config = live_config(holder.config, holder.problems)
     turn = await prepare_turn(client, config, engine, request.log, id_prefix=id_prefix)

@@ -6,7 +6,7 @@ Credentials (``auth.proxy``) are checked before any of this, by
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
@@ -52,7 +52,9 @@ def _model(name: str) -> dict[str, object]:
 
 
 @api.post("/chat/completions")
-async def chat_completions(request: InferenceRequest, payload: ChatCompletionIn) -> HttpResponse:
+async def chat_completions(
+    request: InferenceRequest, payload: ChatCompletionIn
+) -> HttpResponseBase:
     client = from_chat_completion(
         payload, request.headers.get("X-User-Id"), bound_user=request.bound_user
     )
@@ -60,7 +62,7 @@ async def chat_completions(request: InferenceRequest, payload: ChatCompletionIn)
 
 
 @api.post("/responses")
-async def responses(request: InferenceRequest, payload: ResponsesIn) -> HttpResponse:
+async def responses(request: InferenceRequest, payload: ResponsesIn) -> HttpResponseBase:
     """The Responses API over the same turn (stateless: ``input`` carries the
     conversation)."""
     client = from_responses(

@@ -7,7 +7,7 @@ business of this app. Each is synchronous ORM code.
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from django.db.models import Avg, Count, Min, Sum
 from django.db.models.functions import TruncDay, TruncHour
@@ -128,7 +128,7 @@ def scores(
 def experiment_stats(experiment: str, variants: list[str]) -> list[VariantStats]:
     """Per variant: the users it served, its requests and tokens (billed turns only, so not
     shadow runs), and its mean score per judge criterion inside the experiment."""
-    traffic = {
+    traffic: dict[str, Any] = {
         row["variant"]: row
         for row in LedgerEntry.objects.filter(experiment=experiment)
         .values("variant")
@@ -149,8 +149,8 @@ def experiment_stats(experiment: str, variants: list[str]) -> list[VariantStats]
     return [
         VariantStats(
             agent=name,
-            users=traffic.get(name, {}).get("users", 0),
-            requests=traffic.get(name, {}).get("requests", 0),
+            users=traffic.get(name, {}).get("users") or 0,
+            requests=traffic.get(name, {}).get("requests") or 0,
             tokens=traffic.get(name, {}).get("tokens") or 0,
             scores=dict(sorted(means.get(name, {}).items())),
         )

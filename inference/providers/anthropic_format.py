@@ -8,7 +8,7 @@ objects); otherwise the system-prompt instruction alone asks for JSON.
 """
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +94,7 @@ class AnthropicProvider(Provider):
             reasoning=tuple(reasoning),
         )
 
-    async def stream_events(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
         state = _StreamState(request)
         async for event in self.post_sse(self.url, encode_request(request, stream=True)):
             if event.event == "ping" or not event.data:

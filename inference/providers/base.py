@@ -2,7 +2,7 @@
 
 import json
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack, aclosing
 from typing import Any
 
@@ -80,7 +80,7 @@ class Provider:
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         raise NotImplementedError
 
-    def stream_events(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
         raise NotImplementedError
 
     def _unreadable(self, error: Exception) -> ProviderError:

@@ -1,6 +1,6 @@
 """Cohere's v2 chat API (``POST /v2/chat``)."""
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +77,7 @@ class CohereProvider(Provider):
             tool_calls=calls,
         )
 
-    async def stream_events(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
         state = _StreamState()
         async for event in self.post_sse(self.url, encode_request(request, stream=True)):
             if not event.data.strip() or event.data.strip() == "[DONE]":

@@ -3,7 +3,7 @@
 import json
 import mimetypes
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -76,7 +76,7 @@ class GeminiProvider(Provider):
             tool_calls=tuple(reply.calls),
         )
 
-    async def stream_events(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
         url = self.model_url(request.model, "streamGenerateContent") + "?alt=sse"
         reply = _Reply()
         async for event in self.post_sse(url, encode_request(request)):

@@ -1,6 +1,6 @@
 """The OpenAI chat-completions wire format, spoken by openai, groq and deepseek."""
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from inference.providers.base import Provider, ProviderError, upstream_message
@@ -72,7 +72,7 @@ class OpenAIFormatProvider(Provider):
             logprobs=choice.get("logprobs"),
         )
 
-    async def stream_events(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
         async for event in self.post_sse(self.url, encode_request(request, stream=True)):
             if event.data.strip() == "[DONE]":
                 return

@@ -139,7 +139,7 @@ def _pattern_properties(
     for pattern, subschema in properties.items():
         for key, value in instance.items():
             if search(pattern, key):
-                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)  # type: ignore[attr-defined]
 
 
 def _additional_properties(
@@ -159,7 +159,7 @@ def _additional_properties(
     )
     if validator.is_type(additional, "object"):
         for extra in extras:
-            yield from validator.descend(instance[extra], additional, path=extra)
+            yield from validator.descend(instance[extra], additional, path=extra)  # type: ignore[attr-defined]
     elif not additional and extras:
         listed = ", ".join(repr(extra) for extra in extras)
         yield ValidationError(f"Additional properties are not allowed ({listed} unexpected)")

@@ -43,7 +43,8 @@ def parse_response_format(raw: dict[str, Any] | None) -> ResponseFormat | None:
     check_reply_schema(
         schema, "response_format.json_schema.schema" if wrapped else "response_format.json_schema"
     )
-    name = wrapper.get("name") if wrapped and isinstance(wrapper.get("name"), str) else "response"
+    given = wrapper.get("name") if wrapped else None
+    name = given if isinstance(given, str) else "response"
     return ResponseFormat(
         kind="json_schema", schema=schema, name=name, strict=bool(wrapper.get("strict", False))
     )
@@ -54,7 +55,7 @@ MAX_SCHEMA_DEPTH = 64
 
 
 def _refuse_retrieval(uri: str) -> Resource:
-    raise NoSuchResource(ref=uri)
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # an attrs class the stubs miss
 
 
 # The schema comes from the client: following its remote $refs would let any client make

@@ -93,10 +93,10 @@ async def build_toolbox(
                 else f"MCP server '{reference.server}' is not started"
             )
             raise ApiError(502, message, code="mcp_unavailable")
-        for tool in server.tools:
-            if reference.only is None or tool.name in reference.only:
-                spec = ToolSpec(tool.name, tool.description, tool.input_schema)
-                own.append((spec, AgentTool("mcp", tool.name, reference.server)))
+        for listed in server.tools:
+            if reference.only is None or listed.name in reference.only:
+                spec = ToolSpec(listed.name, listed.description, listed.input_schema)
+                own.append((spec, AgentTool("mcp", listed.name, reference.server)))
     for subagent in agent.subagents:
         description = _purpose(config, subagent) or f"Invoke the '{subagent}' subagent."
         spec = ToolSpec(subagent, description, SUBAGENT_PARAMETERS)

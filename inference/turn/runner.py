@@ -8,7 +8,7 @@ for events as they come. Provider failures leave as ``ApiError``s; the wire modu
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
 from functools import partial
 from typing import Any
 
@@ -75,7 +75,7 @@ class TurnRunner:
             raise
         return _starting_with(first, events)
 
-    async def _events(self, turn: Turn) -> AsyncIterator[StreamEvent]:
+    async def _events(self, turn: Turn) -> AsyncGenerator[StreamEvent]:
         loop = self._loop(turn)
         sent: list[str] = []
         outcome = "cut"  # until it is known otherwise, the client went away

@@ -41,7 +41,7 @@ def server(
         f"  proxy:\n    basic: {{password: '{PROXY_HASH}'}}\n    bind_user: true\n"
         f"  admin:\n    basic: {{username: {ADMIN[0]}, password: {ADMIN[1]}}}\n"
     )
-    text = config_text(upstreams["openai"], "first", extra=auth)  # type: ignore[arg-type]
+    text = config_text(upstreams["openai"], "first", extra=auth)
     gateway = GatewayServer(tmp_path_factory.mktemp("basic"), text).start()
     yield gateway
     gateway.stop()

@@ -46,7 +46,7 @@ def server(
         f"  admin:\n    oidc: {{issuer_url: '{idp.url}/', client_id: {ADMIN_CLIENT}, "
         f"redirect_url: 'http://127.0.0.1:{port}/admin/', scopes: [email, profile]}}\n"
     )
-    text = config_text(upstreams["openai"], "first", extra=auth)  # type: ignore[arg-type]
+    text = config_text(upstreams["openai"], "first", extra=auth)
     gateway = GatewayServer(tmp_path_factory.mktemp("oidc"), text).start(port)
     yield gateway
     gateway.stop()

@@ -49,7 +49,7 @@ def ask_on_each_worker(
     """``texts`` asked concurrently, half of them while only the first worker accepts and
     half while only the second does: both serve, however the kernel spreads connections."""
     half = len(texts) // 2
-    responses = []
+    responses: list[httpx.Response] = []
     for worker, share in zip(server.worker_pids(), (texts[:half], texts[half:]), strict=True):
         with server.only(worker), ThreadPoolExecutor(4) as pool:
             responses += pool.map(lambda text: ask(server, user, text, **metadata), share)

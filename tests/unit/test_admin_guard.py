@@ -63,7 +63,7 @@ def test_django_csrf_failure_view_is_the_admin_403_page(tmp_path: Path) -> None:
     holder = ConfigHolder(config)
     holder.reload()
     request = RequestFactory().post("/elsewhere", {"a": "b"}, HTTP_ACCEPT="text/html")
-    request.runtime = SimpleNamespace(holder=holder)  # type: ignore[attr-defined]
+    request.runtime = SimpleNamespace(holder=holder)
     HtmxMiddleware(lambda request: HttpResponse())(request)
 
     response = CsrfViewMiddleware(lambda request: HttpResponse()).process_view(
