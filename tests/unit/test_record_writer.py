@@ -2,8 +2,13 @@
 
 import asyncio
 
+import pytest
+
 from core.afterresponse import response_scope
 from inference.ledger.writer import RecordWriter
+
+# The writer writes on the database threads, which check their connections first.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 async def test_stop_writes_the_record_of_a_request_that_ends_after_it_was_called() -> None:

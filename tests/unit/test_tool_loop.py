@@ -1,0 +1,214 @@
+"""The tool loop in process: the real OpenAI-format provider module against the fake
+OpenAI upstream on a loopback socket, with the agent's own tools run by a test function
+(the loop's ``run_tool``)."""
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agents.schema import ProviderConfig
+from inference.providers.base import Provider, ProviderError
+from inference.providers.registry import ProviderClients
+from inference.providers.types import (
+    ChatRequest,
+    Message,
+    ResponseFormat,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from inference.tools.loop import MAX_TOOL_ROUNDS, ToolLoop
+from inference.tools.toolbox import AgentTool, Toolbox
+from tests.fakes.base import Reply
+from tests.fakes.openai_upstream import OpenAIUpstream
+from tests.upstreams import fake_base_url
+
+ROUND = Usage(prompt_tokens=11, completion_tokens=7)  # the fake's default
+LOOKUP = ToolSpec("lookup", "Look a word up.", {"type": "object", "properties": {}})
+WEATHER = ToolSpec("get_weather", "The client's tool.", {"type": "object", "properties": {}})
+OWN = Toolbox(specs=(LOOKUP,), agent_tools={"lookup": AgentTool("mcp", "lookup", "words")})
+OWN_AND_CLIENT = Toolbox(
+    specs=(LOOKUP, WEATHER),
+    agent_tools=OWN.agent_tools,
+    client_names={"get_weather": "get_weather"},
+)
+PERSON = ResponseFormat(
+    kind="json_schema",
+    schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+    name="person",
+)
+
+
+@pytest.fixture
+async def provider(openai_fake: OpenAIUpstream) -> AsyncIterator[Provider]:
+    clients = ProviderClients()
+    yield clients.provider(
+        "openai", ProviderConfig(api_key="k", base_url=fake_base_url(openai_fake))
+    )
+    await clients.aclose()
+
+
+def question(text: str = "Hello?", tools: Toolbox | None = None) -> ChatRequest:
+    specs = tools.specs if tools is not None else ()
+    user = (Message(role="user", content=text),)
+    return ChatRequest(model="gpt-test", system="Be brief.", messages=user, tools=specs)
+
+
+class ToolRuns:
+    """The agent's own tools, as the loop runs them: each call and what it answered."""
+
+    def __init__(self, usage: Usage | None = None) -> None:
+        self.calls: list[ToolCall] = []
+        self.usage = usage or Usage()
+
+    async def __call__(self, call: ToolCall) -> tuple[Message, Usage]:
+        self.calls.append(call)
+        answer = f"result {len(self.calls)}"
+        return Message(
+            role="tool", content=answer, tool_call_id=call.id, name=call.name
+        ), self.usage
+
+
+async def test_a_plain_answer_is_one_round(provider: Provider, openai_fake: OpenAIUpstream) -> None:
+    openai_fake.script(Reply.of_text("Hi there."))
+    loop = ToolLoop(provider, Toolbox())
+
+    answer = await loop.complete(question())
+
+    assert (answer.text, answer.tool_calls) == ("Hi there.", ())
+    assert loop.spent == ROUND and len(openai_fake.requests) == 1
+
+
+async def test_own_tool_rounds_run_and_every_round_and_tool_is_billed(
+    provider: Provider, openai_fake: OpenAIUpstream
+) -> None:
+    openai_fake.script(
+        Reply.of_tool_calls(("lookup", {"word": "a"}), ("lookup", {"word": "b"})),
+        Reply.of_tool_calls(("lookup", {"word": "c"})),
+        Reply.of_text("Done."),
+    )
+    tools = ToolRuns(usage=Usage(prompt_tokens=100, completion_tokens=1))
+    loop = ToolLoop(provider, OWN, tools)
+
+    answer = await loop.complete(question(tools=OWN))
+
+    assert answer.text == "Done."
+    assert [json.loads(call.arguments) for call in tools.calls] == [
+        {"word": "a"},
+        {"word": "b"},
+        {"word": "c"},
+    ]
+    assert loop.spent.total_tokens == 3 * ROUND.total_tokens + 3 * 101
+    assert answer.usage == loop.spent
+    sent = openai_fake.requests[-1].body["messages"]
+    assert [m["content"] for m in sent if m["role"] == "tool"] == [
+        "result 1",
+        "result 2",
+        "result 3",
+    ]
+
+
+async def test_a_round_with_a_client_tool_ends_the_turn_and_keeps_the_own_calls(
+    provider: Provider, openai_fake: OpenAIUpstream
+) -> None:
+    openai_fake.script(Reply.of_tool_calls(("lookup", {"word": "a"}), ("get_weather", {})))
+    tools = ToolRuns()
+    loop = ToolLoop(provider, OWN_AND_CLIENT, tools)
+
+    answer = await loop.complete(question(tools=OWN_AND_CLIENT))
+
+    assert [call.name for call in answer.tool_calls] == ["get_weather"]
+    assert answer.finish_reason == "tool_calls"
+    assert loop.exchange is not None
+    assert [call.name for call in loop.exchange.calls] == ["lookup"]
+    assert [result.content for result in loop.exchange.results] == ["result 1"]
+    assert len(openai_fake.requests) == 1
+
+
+async def test_the_rounds_of_own_tools_are_limited(
+    provider: Provider, openai_fake: OpenAIUpstream
+) -> None:
+    openai_fake.script(*[Reply.of_tool_calls(("lookup", {}))] * (MAX_TOOL_ROUNDS + 1))
+    loop = ToolLoop(provider, OWN, ToolRuns())
+
+    with pytest.raises(ProviderError) as refused:
+        await loop.complete(question(tools=OWN))
+
+    assert refused.value.code == "tool_loop_limit"
+    assert len(openai_fake.requests) == MAX_TOOL_ROUNDS + 1
+    assert refused.value.usage.total_tokens == (MAX_TOOL_ROUNDS + 1) * ROUND.total_tokens
+
+
+async def test_a_tool_the_agent_does_not_have_is_answered_as_an_error_to_the_model(
+    provider: Provider, openai_fake: OpenAIUpstream
+) -> None:
+    openai_fake.script(Reply.of_tool_calls(("rm_rf", {})), Reply.of_text("Sorry."))
+    tools = ToolRuns()
+    loop = ToolLoop(provider, OWN, tools)
+
+    assert (await loop.complete(question(tools=OWN))).text == "Sorry."
+    assert tools.calls == []
+    sent = openai_fake.requests[-1].body["messages"]
+    assert sent[-1]["content"] == "Error: there is no tool named 'rm_rf'."
+
+
+async def test_an_invalid_structured_reply_is_repaired(
+    provider: Provider, openai_fake: OpenAIUpstream
+) -> None:
+    openai_fake.script(
+        Reply.of_text('{"nom": "Ada"}'), Reply.of_text('```json\n{"name": "Ada"}\n```')
+    )
+    loop = ToolLoop(provider, Toolbox(), response_format=PERSON, max_repairs=2)
+
+    answer = await loop.complete(question())
+
+    assert answer.text == '{"name": "Ada"}'  # the fence stripped
+    assert loop.spent.total_tokens == 2 * ROUND.total_tokens
+    repair = openai_fake.requests[-1].body["messages"][-1]
+    assert repair["role"] == "user" and "name" in repair["content"]
+
+
+async def test_a_reply_still_invalid_after_the_repairs_is_an_error_billed_in_full(
+    provider: Provider, openai_fake: OpenAIUpstream
+) -> None:
+    openai_fake.script(*[Reply.of_text("not json")] * 3)
+    loop = ToolLoop(provider, Toolbox(), response_format=PERSON, max_repairs=2)
+
+    with pytest.raises(ProviderError) as refused:
+        await loop.complete(question())
+
+    assert refused.value.code == "structured_output_invalid"
+    assert refused.value.usage.total_tokens == 3 * ROUND.total_tokens
+
+
+async def test_without_own_tools_a_stream_is_relayed_as_it_arrives(
+    provider: Provider, openai_fake: OpenAIUpstream
+) -> None:
+    openai_fake.script(Reply.of_chunks("Hel", "lo ", "there."))
+    loop = ToolLoop(provider, Toolbox())
+
+    pieces = [event.text async for event in loop.stream(question()) if isinstance(event, TextDelta)]
+
+    assert pieces == ["Hel", "lo ", "there."]
+    assert loop.final is not None and loop.final.text == "Hello there."
+    assert loop.spent == ROUND
+
+
+async def test_with_own_tools_a_stream_sends_only_the_final_answer(
+    provider: Provider, openai_fake: OpenAIUpstream
+) -> None:
+    openai_fake.script(Reply.of_tool_calls(("lookup", {})), Reply.of_chunks("The ", "answer."))
+    loop = ToolLoop(provider, OWN, ToolRuns())
+
+    text = "".join(
+        [
+            event.text
+            async for event in loop.stream(question(tools=OWN))
+            if isinstance(event, TextDelta)
+        ]
+    )
+
+    assert text == "The answer."
+    assert loop.spent.total_tokens == 2 * ROUND.total_tokens
