@@ -180,3 +180,52 @@ def test_a_reservation_counts_the_preamble_and_the_replayed_history() -> None:
     # history 1600 chars (400) + the message (10) + the reply's limit (10), and the
     # preamble: the agent's own (10), or the longest of the experiment's variants (100).
     assert sizes == {"short": 430, "both": 520}
+
+
+# Budget arithmetic at its edges: several caps at once, a cap reached exactly, a zero cap,
+# usage and reservations added together.
+WIDE_HOUR = TokenCap(window="hour", seconds=3600, cap=1000)
+DAY = TokenCap(window="day", seconds=86400, cap=150)
+
+
+def refusal(*caps: TokenCap) -> ApiError:
+    with pytest.raises(ApiError) as raised:
+        check_budgets("u", caps, NOW)
+    return raised.value
+
+
+def test_the_tightest_of_several_caps_refuses_and_is_named() -> None:
+    bill("u", 100, 7200)  # outside the hour, inside the day
+    bill("u", 50, 60)
+
+    refused = refusal(WIDE_HOUR, DAY)
+
+    assert refused.param == "metadata.tokens_per_day"
+    assert "150 tokens used in the last day" in refused.message
+    assert refused.headers == {"Retry-After": str(86400 - 7200)}  # when the 100 leave
+
+
+def test_a_cap_reached_exactly_refuses_and_one_token_under_admits() -> None:
+    bill("u", 149, 60)
+    check_budgets("u", (DAY,), NOW)
+    bill("u", 1, 30)
+    assert refusal(DAY).status == 429
+
+
+def test_a_zero_cap_refuses_at_once_for_the_whole_window() -> None:
+    refused = refusal(TokenCap(window="hour", seconds=3600, cap=0))
+    assert refused.headers == {"Retry-After": "3600"}
+
+
+def test_usage_and_reservations_add_up_against_the_cap() -> None:
+    bill("u", 100, 60)
+    bill("someone else", 1000, 60)
+    held = reserve("u", (DAY,), 50, NOW)  # 100 used + 0 reserved < 150: admitted
+    assert held is not None
+
+    refused = refusal(DAY)  # 100 used + 50 reserved reach 150
+
+    assert "100 tokens used in the last day and 50 reserved" in refused.message
+    assert refused.headers == {"Retry-After": "1"}
+    release(held)
+    check_budgets("u", (DAY,), NOW)
