@@ -3,7 +3,7 @@ record what was spent and said, and start what follows the reply.
 
 Both ways of answering go through here: ``complete`` for a whole answer, ``open_stream``
 for events as they come. Provider failures leave as ``ApiError``s; the wire modules
-(``openai_wire``) only shape what the runner hands them.
+(``inference.wire``) only shape what the runner hands them.
 """
 
 import asyncio
