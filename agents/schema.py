@@ -116,6 +116,20 @@ class StructuredOutputConfig(Section):
     max_repairs: int = Field(default=2, ge=0)
 
 
+class LimitsConfig(Section):
+    """Our extension: bounds on what one request may cost the gateway."""
+
+    max_model_calls_per_turn: int = Field(
+        default=48, ge=1, description="Upstream model calls of one turn, subagents included."
+    )
+    max_turn_seconds: float = Field(
+        default=300, gt=0, description="How long one turn may run, subagents included."
+    )
+    max_body_mb: float = Field(
+        default=10, gt=0, description="The largest /v1 request body, in MiB (413 above)."
+    )
+
+
 class Config(Section):
     default_user_id: str | None = None
     providers: dict[str, ProviderConfig]
@@ -126,6 +140,7 @@ class Config(Section):
     auth: AuthConfig | None = None
     history: HistoryConfig = HistoryConfig()
     structured_output: StructuredOutputConfig = StructuredOutputConfig()
+    limits: LimitsConfig = LimitsConfig()
 
     @property
     def proxy_auth(self) -> AuthScope | None:

@@ -108,10 +108,38 @@ def check_budgets(user_id: str, caps: tuple[TokenCap, ...], now: datetime) -> No
         )
 
 
-def reserved_tokens(user_id: str, now: datetime) -> int:
-    """Tokens held by the user's requests in progress (expired reservations left out)."""
+def reserved_tokens(user_id: str, now: datetime, excluding: int | None = None) -> int:
+    """Tokens held by the user's requests in progress (expired reservations left out, and
+    the reservation ``excluding``)."""
     live = BudgetReservation.objects.filter(user_id=user_id, expires_at__gt=now)
+    if excluding is not None:
+        live = live.exclude(id=excluding)
     return live.aggregate(total=Sum("tokens"))["total"] or 0
+
+
+def admit_within_turn(
+    user_id: str, caps: tuple[TokenCap, ...], reservation: int | None, spent: int, now: datetime
+) -> None:
+    """Raise 429 when the tokens a turn has spent so far, with the user's billed usage and
+    what their other requests reserve, reached a cap: the turn makes no further call. (The
+    turn's own reservation stands for the whole turn and is not counted beside it.)"""
+    used = usage_in_windows(user_id, {cap.window: cap.seconds for cap in caps}, now)
+    others = reserved_tokens(user_id, now, excluding=reservation)
+    for cap in caps:
+        before = used[cap.window]
+        if before + others + spent < cap.cap:
+            continue
+        # Usage alone over the cap waits for it to age out; otherwise for requests to end.
+        wait = retry_after(user_id, cap, before, now) if before >= cap.cap else 1
+        raise ApiError(
+            429,
+            f"Token budget exhausted during the turn: {spent} tokens spent by it, {before} "
+            f"used before it in the last {cap.window} and {others} reserved by other "
+            f"requests (rolling {cap.seconds} s) against a cap of {cap.cap}",
+            code="rate_limit_exceeded",
+            param=f"metadata.tokens_per_{cap.window}",
+            headers={"Retry-After": str(wait)},
+        )
 
 
 def usage_in_windows(user_id: str, windows: dict[str, int], now: datetime) -> dict[str, int]:

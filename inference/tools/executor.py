@@ -19,6 +19,7 @@ from inference.providers.base import Provider, ProviderError, arguments_object
 from inference.providers.registry import ProviderClients
 from inference.providers.types import ChatRequest, Message, ResponseFormat, ToolCall, Usage
 from inference.routing.experiments import bandit_arms, route
+from inference.tools.bounds import TurnBounds, TurnStopped
 from inference.tools.loop import ToolLoop
 from inference.tools.mcp import McpHub
 from inference.tools.toolbox import AgentTool, Toolbox, build_toolbox
@@ -46,6 +47,7 @@ class CallContext:
     config: Config
     engine: Borrowed
     user_id: str
+    bounds: TurnBounds  # the turn's, shared by all of its levels
     depth: int = 0
 
 
@@ -64,6 +66,7 @@ def tool_loop(
         ToolExecutor(context, toolbox).run,
         response_format,
         context.config.structured_output.max_repairs,
+        bounds=context.bounds,
     )
 
 
@@ -119,6 +122,8 @@ class ToolExecutor:
         loop = tool_loop(deeper, provider, toolbox)
         try:
             answer = await loop.complete(request)
+        except TurnStopped:
+            raise  # the whole turn ends, not only this subagent's call
         except ProviderError as error:
             raise ToolFailed(f"subagent '{name}' failed: {error.message}", error.usage) from error
         return answer.text, loop.spent

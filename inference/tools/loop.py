@@ -5,7 +5,9 @@ run by the gateway and the loop goes on (at most ``MAX_TOOL_ROUNDS`` such rounds
 round that calls any client tool ends the turn, after the gateway ran its own calls of
 that round (they are kept in ``exchange`` for the client's follow-up); a final text
 answer is validated against ``response_format`` and sent back for repair while it does
-not match. Usage of every round, repair and subagent adds up in ``spent``.
+not match. Usage of every round, repair and subagent adds up in ``spent``. Every model
+call is first admitted by the turn's bounds (``inference.tools.bounds``), shared by all of
+the turn's levels, and runs only until the turn's deadline.
 
 Streaming: the client sees only the final answer (or the client-tool calls). When the
 agent has tools of its own, each round is collected before it is known to be the last;
@@ -31,6 +33,7 @@ from inference.providers.types import (
     Usage,
 )
 from inference.structured.repair import strip_fence, validation_errors, with_repair_turn
+from inference.tools.bounds import TurnBounds
 from inference.tools.toolbox import Toolbox
 
 MAX_TOOL_ROUNDS = 8
@@ -73,8 +76,11 @@ class ToolLoop:
         run_tool: RunTool | None = None,
         response_format: ResponseFormat | None = None,
         max_repairs: int = 0,
+        *,
+        bounds: TurnBounds,
     ) -> None:
         self.provider = provider
+        self.bounds = bounds
         self.toolbox = toolbox
         self.run_tool = run_tool
         self.response_format = response_format
@@ -88,12 +94,18 @@ class ToolLoop:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         while True:
+            await self.bounds.admit()
             try:
-                reply = await self.provider.complete(request)
+                async with asyncio.timeout_at(self.bounds.deadline):
+                    reply = await self.provider.complete(request)
+            except TimeoutError:
+                raise self.bounds.timed_out() from None
             except ProviderError as error:
+                self.bounds.spent += error.usage
                 error.usage = self.spent + error.usage
                 raise
             self.spent += reply.usage
+            self.bounds.spent += reply.usage
             step = await self._after(request, reply)
             if isinstance(step, ChatResponse):
                 self.final = step
@@ -122,7 +134,9 @@ class ToolLoop:
             request = step
 
     async def _relayed(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """The only round, relayed as it arrives (tool names as the client knows them)."""
+        """The only round, relayed as it arrives (tool names as the client knows them). One
+        call, no tools: bounded by the provider's own timeout, not the turn's deadline."""
+        await self.bounds.admit()
         self.current = accumulator = StreamAccumulator()
         async for event in self.provider.stream(request):
             accumulator.add(event)
@@ -133,6 +147,7 @@ class ToolLoop:
                 yield replace(event, name=name)
         self.current = None
         self.spent += accumulator.usage
+        self.bounds.spent += accumulator.usage
         reply = accumulator.response()
         if reply.tool_calls:
             self.exchange = exchange_of([], (), list(reply.tool_calls), reply.reasoning)
@@ -140,11 +155,17 @@ class ToolLoop:
         self.final = replace(reply, usage=self.spent, tool_calls=calls)
 
     async def _collected(self, request: ChatRequest) -> ChatResponse:
+        await self.bounds.admit()
         self.current = accumulator = StreamAccumulator()
-        async for event in self.provider.stream(request):
-            accumulator.add(event)
+        try:
+            async with asyncio.timeout_at(self.bounds.deadline):
+                async for event in self.provider.stream(request):
+                    accumulator.add(event)
+        except TimeoutError:
+            raise self.bounds.timed_out() from None
         self.current = None
         self.spent += accumulator.usage
+        self.bounds.spent += accumulator.usage
         return accumulator.response()
 
     async def _after(self, request: ChatRequest, reply: ChatResponse) -> ChatResponse | ChatRequest:

@@ -26,6 +26,7 @@ from inference.models import JudgeRun, JudgeScore
 from inference.providers.base import ProviderError
 from inference.providers.types import ChatRequest, Message, ResponseFormat
 from inference.structured.response_format import structured_output_instruction
+from inference.tools.bounds import TurnBounds
 from inference.tools.executor import CallContext, tool_loop
 from inference.tools.toolbox import Toolbox
 
@@ -100,7 +101,7 @@ async def judge_reply(
     """Score one reply with one judge and record the outcome, whatever it is."""
     provider = engine.providers.provider(judge.provider, config.providers[judge.provider])
     request = judge_request(judge, subject)
-    context = CallContext(config, engine, subject.user_id)
+    context = CallContext(config, engine, subject.user_id, TurnBounds(config.limits))
     loop = tool_loop(context, provider, Toolbox(), request.response_format)
     verdict: dict[str, Any] | None = None
     error = ""

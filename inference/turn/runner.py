@@ -19,6 +19,7 @@ from core.afterresponse import after_response
 from core.requestlog import RequestLog
 from inference.engine import Engine
 from inference.errors import ApiError
+from inference.ledger.budgets import admit_within_turn
 from inference.ledger.database import in_database
 from inference.ledger.tokens import estimate_tokens
 from inference.providers.base import ProviderError
@@ -30,6 +31,7 @@ from inference.providers.types import (
     Usage,
     UsageReport,
 )
+from inference.tools.bounds import TurnBounds
 from inference.tools.exchanges import delete_expired
 from inference.tools.executor import CallContext, tool_loop
 from inference.tools.loop import ToolLoop
@@ -52,12 +54,12 @@ class TurnRunner:
         try:
             answer = await loop.complete(turn.call.request)
         except ProviderError as error:
-            await self._record(turn, loop, error.usage, None)
+            await self._record(turn, loop, loop.bounds.spent, None)
             raise self._failure(error) from error
         except BaseException:
             # Another failure, or the client went away (cancelled): bill what was spent
             # and free the budget reservation.
-            await asyncio.shield(self._settle_quietly(turn, loop, loop.spent))
+            await asyncio.shield(self._settle_quietly(turn, loop, loop.bounds.spent))
             raise
         await self._record(turn, loop, answer.usage, _remembered(answer))
         self._after_reply(turn, loop, answer)
@@ -108,8 +110,23 @@ class TurnRunner:
 
     def _loop(self, turn: Turn) -> ToolLoop:
         call = turn.call
-        context = CallContext(self.config, self.engine, turn.user_id)
+        context = CallContext(self.config, self.engine, turn.user_id, self._bounds(turn))
         return tool_loop(context, call.provider, call.toolbox, call.request.response_format)
+
+    def _bounds(self, turn: Turn) -> TurnBounds:
+        """The turn's bounds; with token caps, each of its model calls after the first is
+        admitted against them with what the turn has spent so far."""
+        caps = turn.setting.options.caps
+        if not caps:
+            return TurnBounds(self.config.limits)
+
+        async def admission(spent: Usage) -> None:
+            now = timezone.now()
+            await in_database(
+                admit_within_turn, turn.user_id, caps, turn.reservation, spent.total_tokens, now
+            )
+
+        return TurnBounds(self.config.limits, admission)
 
     async def _record(self, turn: Turn, loop: ToolLoop, usage: Usage, reply: str | None) -> None:
         self.log.tokens = usage.total_tokens
@@ -201,17 +218,18 @@ def _remembered(answer: ChatResponse) -> str | None:
 
 
 def _billed(turn: Turn, loop: ToolLoop) -> Usage:
-    """What a streamed turn spent: the finished rounds, and the round under way as the
-    provider reported it, or estimated when it was cut before its usage came."""
-    current = loop.current
+    """What a streamed turn spent: its finished model calls (every level), and the round
+    under way as the provider reported it, or estimated when it was cut before its usage
+    came."""
+    spent, current = loop.bounds.spent, loop.current
     if current is None:
-        return loop.spent
+        return spent
     if current.usage.total_tokens:
-        return loop.spent + current.usage
+        return spent + current.usage
     request = turn.call.request
     prompt = request.system + "".join(message.content for message in request.messages)
     partial = Usage(estimate_tokens(prompt), estimate_tokens("".join(current.text)))
-    return loop.spent + partial
+    return spent + partial
 
 
 async def _expire_exchanges() -> None:

@@ -10,6 +10,7 @@ from core.logformat import log_event
 from inference.engine import Engine
 from inference.errors import ApiError
 from inference.providers.base import ProviderError
+from inference.tools.bounds import TurnBounds
 from inference.tools.executor import CallContext, tool_loop
 from inference.turn.judges import JudgedReply, judge_reply, sampled_judges
 from inference.turn.preparation import Turn, agent_call
@@ -21,7 +22,7 @@ async def run_shadow(agent: AgentConfig, turn: Turn, config: Config, engine: Eng
     completion_id = f"shadow-{uuid.uuid4().hex}"
     try:
         call = await agent_call(agent, turn.setting, config, engine)
-        context = CallContext(config, engine, turn.user_id)
+        context = CallContext(config, engine, turn.user_id, TurnBounds(config.limits))
         loop = tool_loop(context, call.provider, call.toolbox, call.request.response_format)
         answer = await loop.complete(call.request)
     except (ApiError, ProviderError) as error:

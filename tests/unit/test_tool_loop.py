@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from agents.schema import ProviderConfig
+from agents.schema import LimitsConfig, ProviderConfig
+from inference.errors import ApiError
 from inference.providers.base import Provider, ProviderError
 from inference.providers.registry import ProviderClients
 from inference.providers.types import (
@@ -19,6 +20,7 @@ from inference.providers.types import (
     ToolSpec,
     Usage,
 )
+from inference.tools.bounds import TurnBounds, TurnStopped
 from inference.tools.loop import MAX_TOOL_ROUNDS, ToolLoop
 from inference.tools.toolbox import AgentTool, Toolbox
 from tests.fakes.base import Reply
@@ -50,6 +52,11 @@ async def provider(openai_fake: OpenAIUpstream) -> AsyncIterator[Provider]:
     await clients.aclose()
 
 
+def limits(**settings: float) -> TurnBounds:
+    """The bounds of a turn under ``limits`` (the config's defaults where not given)."""
+    return TurnBounds(LimitsConfig.model_validate(settings))
+
+
 def question(text: str = "Hello?", tools: Toolbox | None = None) -> ChatRequest:
     specs = tools.specs if tools is not None else ()
     user = (Message(role="user", content=text),)
@@ -73,7 +80,7 @@ class ToolRuns:
 
 async def test_a_plain_answer_is_one_round(provider: Provider, openai_fake: OpenAIUpstream) -> None:
     openai_fake.script(Reply.of_text("Hi there."))
-    loop = ToolLoop(provider, Toolbox())
+    loop = ToolLoop(provider, Toolbox(), bounds=limits())
 
     answer = await loop.complete(question())
 
@@ -90,7 +97,7 @@ async def test_own_tool_rounds_run_and_every_round_and_tool_is_billed(
         Reply.of_text("Done."),
     )
     tools = ToolRuns(usage=Usage(prompt_tokens=100, completion_tokens=1))
-    loop = ToolLoop(provider, OWN, tools)
+    loop = ToolLoop(provider, OWN, tools, bounds=limits())
 
     answer = await loop.complete(question(tools=OWN))
 
@@ -115,7 +122,7 @@ async def test_a_round_with_a_client_tool_ends_the_turn_and_keeps_the_own_calls(
 ) -> None:
     openai_fake.script(Reply.of_tool_calls(("lookup", {"word": "a"}), ("get_weather", {})))
     tools = ToolRuns()
-    loop = ToolLoop(provider, OWN_AND_CLIENT, tools)
+    loop = ToolLoop(provider, OWN_AND_CLIENT, tools, bounds=limits())
 
     answer = await loop.complete(question(tools=OWN_AND_CLIENT))
 
@@ -131,7 +138,7 @@ async def test_the_rounds_of_own_tools_are_limited(
     provider: Provider, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(*[Reply.of_tool_calls(("lookup", {}))] * (MAX_TOOL_ROUNDS + 1))
-    loop = ToolLoop(provider, OWN, ToolRuns())
+    loop = ToolLoop(provider, OWN, ToolRuns(), bounds=limits())
 
     with pytest.raises(ProviderError) as refused:
         await loop.complete(question(tools=OWN))
@@ -146,7 +153,7 @@ async def test_a_tool_the_agent_does_not_have_is_answered_as_an_error_to_the_mod
 ) -> None:
     openai_fake.script(Reply.of_tool_calls(("rm_rf", {})), Reply.of_text("Sorry."))
     tools = ToolRuns()
-    loop = ToolLoop(provider, OWN, tools)
+    loop = ToolLoop(provider, OWN, tools, bounds=limits())
 
     assert (await loop.complete(question(tools=OWN))).text == "Sorry."
     assert tools.calls == []
@@ -160,7 +167,7 @@ async def test_an_invalid_structured_reply_is_repaired(
     openai_fake.script(
         Reply.of_text('{"nom": "Ada"}'), Reply.of_text('```json\n{"name": "Ada"}\n```')
     )
-    loop = ToolLoop(provider, Toolbox(), response_format=PERSON, max_repairs=2)
+    loop = ToolLoop(provider, Toolbox(), response_format=PERSON, max_repairs=2, bounds=limits())
 
     answer = await loop.complete(question())
 
@@ -174,7 +181,7 @@ async def test_a_reply_still_invalid_after_the_repairs_is_an_error_billed_in_ful
     provider: Provider, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(*[Reply.of_text("not json")] * 3)
-    loop = ToolLoop(provider, Toolbox(), response_format=PERSON, max_repairs=2)
+    loop = ToolLoop(provider, Toolbox(), response_format=PERSON, max_repairs=2, bounds=limits())
 
     with pytest.raises(ProviderError) as refused:
         await loop.complete(question())
@@ -187,7 +194,7 @@ async def test_without_own_tools_a_stream_is_relayed_as_it_arrives(
     provider: Provider, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(Reply.of_chunks("Hel", "lo ", "there."))
-    loop = ToolLoop(provider, Toolbox())
+    loop = ToolLoop(provider, Toolbox(), bounds=limits())
 
     pieces = [event.text async for event in loop.stream(question()) if isinstance(event, TextDelta)]
 
@@ -200,7 +207,7 @@ async def test_with_own_tools_a_stream_sends_only_the_final_answer(
     provider: Provider, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(Reply.of_tool_calls(("lookup", {})), Reply.of_chunks("The ", "answer."))
-    loop = ToolLoop(provider, OWN, ToolRuns())
+    loop = ToolLoop(provider, OWN, ToolRuns(), bounds=limits())
 
     text = "".join(
         [
@@ -212,3 +219,54 @@ async def test_with_own_tools_a_stream_sends_only_the_final_answer(
 
     assert text == "The answer."
     assert loop.spent.total_tokens == 2 * ROUND.total_tokens
+
+
+async def test_the_turn_stops_at_its_model_call_cap_whatever_the_level(
+    provider: Provider, openai_fake: OpenAIUpstream
+) -> None:
+    openai_fake.script(*[Reply.of_tool_calls(("lookup", {}))] * 5)
+    loop = ToolLoop(provider, OWN, ToolRuns(), bounds=limits(max_model_calls_per_turn=3))
+
+    with pytest.raises(TurnStopped) as stopped:
+        await loop.complete(question(tools=OWN))
+
+    assert (stopped.value.status, stopped.value.code) == (502, "tool_loop_limit")
+    assert len(openai_fake.requests) == 3
+    assert stopped.value.usage.total_tokens == 3 * ROUND.total_tokens
+
+
+async def test_the_turn_stops_at_its_deadline_even_during_a_call(
+    provider: Provider, openai_fake: OpenAIUpstream
+) -> None:
+    openai_fake.script(Reply.of_text("Too late.", delay=5))
+    loop = ToolLoop(provider, Toolbox(), bounds=limits(max_turn_seconds=0.2))
+
+    with pytest.raises(TurnStopped) as stopped:
+        await loop.complete(question())
+
+    assert stopped.value.code == "tool_loop_limit"
+    assert "max_turn_seconds" in stopped.value.message
+
+
+async def test_every_call_after_the_first_is_admitted_with_what_the_turn_spent(
+    provider: Provider, openai_fake: OpenAIUpstream
+) -> None:
+    openai_fake.script(*[Reply.of_tool_calls(("lookup", {}))] * 5)
+    admitted: list[int] = []
+
+    async def admission(spent: Usage) -> None:
+        admitted.append(spent.total_tokens)
+        if spent.total_tokens >= 2 * ROUND.total_tokens:
+            raise ApiError(
+                429, "over the cap", code="rate_limit_exceeded", headers={"Retry-After": "7"}
+            )
+
+    bounds = TurnBounds(LimitsConfig(), admission)
+    loop = ToolLoop(provider, OWN, ToolRuns(), bounds=bounds)
+
+    with pytest.raises(TurnStopped) as stopped:
+        await loop.complete(question(tools=OWN))
+
+    assert admitted == [18, 36]  # not before the first call: the request was admitted
+    assert (stopped.value.status, stopped.value.retry_after) == (429, 7)
+    assert len(openai_fake.requests) == 2
