@@ -71,6 +71,22 @@ class Busy(StoreError):
 
 
 LOCK_WAIT = 5.0
+# Every write parses and renders the whole file: the admin keeps it to a size it writes fast.
+MAX_FILE_BYTES = 1024 * 1024
+
+
+class Forbidden(StoreError):
+    """The author may not make this change (``Author.refuse`` said why)."""
+
+
+@dataclass(frozen=True)
+class Author:
+    """Who writes, as revisions record them, and what they may not write: ``refuse`` gets
+    the config's data before and after a change, and says why it is not theirs to make
+    (None: it is)."""
+
+    name: str
+    refuse: Callable[[Any, Any], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -165,7 +181,7 @@ def masked_config_data(holder: ConfigHolder) -> tuple[dict[str, Any], str]:
 
 
 def create_item(
-    holder: ConfigHolder, resource: Resource, body: dict[str, Any], author: str
+    holder: ConfigHolder, resource: Resource, body: dict[str, Any], author: Author
 ) -> Written:
     _check_storable(body)
     body = dict(body)
@@ -192,7 +208,7 @@ def replace_item(
     resource: Resource,
     key: str,
     body: dict[str, Any],
-    author: str,
+    author: Author,
     if_match: str | None = None,
 ) -> Written:
     _check_storable(body)
@@ -219,7 +235,7 @@ def replace_item(
 
 
 def delete_item(
-    holder: ConfigHolder, resource: Resource, key: str, author: str, if_match: str | None = None
+    holder: ConfigHolder, resource: Resource, key: str, author: Author, if_match: str | None = None
 ) -> Written:
     def edit(document: Document) -> None:
         container, position, _ = _locate(document.root, resource, key, if_match)
@@ -230,7 +246,7 @@ def delete_item(
 
 def replace_config(
     holder: ConfigHolder,
-    author: str,
+    author: Author,
     *,
     text: str | None = None,
     data: dict[str, Any] | None = None,
@@ -261,13 +277,13 @@ def replace_config(
     return _write_text(holder, author, replacement, if_match)
 
 
-def restore_revision(holder: ConfigHolder, revision_id: int, author: str) -> Written:
+def restore_revision(holder: ConfigHolder, revision_id: int, author: Author) -> Written:
     revision = ConfigRevision.objects.filter(pk=revision_id).first()
     if revision is None:
         raise EntryNotFound(f"revision {revision_id} does not exist")
     return _write_text(
         holder,
-        f"{author} (restored revision {revision_id})",
+        Author(f"{author.name} (restored revision {revision_id})", author.refuse),
         lambda _: Change(revision.text, parse_yaml(revision.text)),
         None,
     )
@@ -308,7 +324,7 @@ class Change:
     before: tuple[str, Any] | None = None
 
 
-def _write(holder: ConfigHolder, author: str, edit: Callable[[Document], None]) -> Written:
+def _write(holder: ConfigHolder, author: Author, edit: Callable[[Document], None]) -> Written:
     def apply(raw: bytes) -> Change:
         original = _file_text(raw)
         document = _document(original)
@@ -321,7 +337,7 @@ def _write(holder: ConfigHolder, author: str, edit: Callable[[Document], None]) 
 
 
 def _write_text(
-    holder: ConfigHolder, author: str, change: Callable[[bytes], Change], if_match: str | None
+    holder: ConfigHolder, author: Author, change: Callable[[bytes], Change], if_match: str | None
 ) -> Written:
     """Write what ``change`` makes of the bytes on disk, through the whole pipeline."""
     path = holder.path
@@ -342,12 +358,24 @@ def _write_text(
             encoded = changed.text.encode("utf-8")
         except UnicodeEncodeError as error:
             raise InvalidChange(f"the body contains text that cannot be stored: {error}") from error
+        if author.refuse is not None:
+            before = changed.before[1] if changed.before else _parse_or_empty(_file_text(raw))
+            problem = author.refuse(before, changed.data)
+            if problem is not None:
+                raise Forbidden(problem)
+        if len(encoded) > MAX_FILE_BYTES:
+            raise ConfigError(
+                [
+                    f"(file): the config would be {len(encoded)} bytes; the admin writes files of "
+                    f"at most {MAX_FILE_BYTES} bytes (larger ones are edited by hand)"
+                ]
+            )
         config = load_config_data(changed.data)  # raises ConfigError: nothing has been written
         revision = None
         if encoded != raw:
             parsed = dict([changed.before] if changed.before else []) | {changed.text: changed.data}
             revision = _replace_file(
-                path, encoded, lambda: revisions.record(changed.text, author, parsed)
+                path, encoded, lambda: revisions.record(changed.text, author.name, parsed)
             )
         holder.apply(changed.text, config)
     return Written(etag=file_etag(encoded), data=changed.data, revision=revision)

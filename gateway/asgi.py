@@ -21,8 +21,11 @@ from channels.routing import URLRouter
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.urls import path, re_path
 
+from agents.schema import Config, LimitsConfig
 from core.afterresponse import response_scope
+from core.bodylimit import MIB, BodyLimitGate
 from core.logformat import log_stray_output
+from core.paths import is_v1_path
 from gateway import runtime
 from gateway.handler import get_asgi_application
 
@@ -36,9 +39,19 @@ process = runtime.current()
 # Static files (the admin's CSS and the vendored htmx) are served by the app itself, with
 # or without DEBUG: the gateway has no web server in front of it to do it. auth.proxy is
 # checked in front of Django, before it reads a request's body.
-django_application = ProxyAuthGate(
-    ASGIStaticFilesHandler(django_asgi), lambda: process.holder.config
+django_application = BodyLimitGate(
+    ProxyAuthGate(ASGIStaticFilesHandler(django_asgi), lambda: process.holder.config),
+    lambda path: body_limit(process.holder.config, path),
 )
+
+
+def body_limit(config: Config | None, path: str) -> int:
+    """The largest body of a request to ``path``: ``limits.max_body_mb`` on ``/v1``, where
+    conversations travel; 1 MiB elsewhere (the admin's writes, and nothing else takes one)."""
+    if not is_v1_path(path):
+        return MIB
+    limits = config.limits if config is not None else LimitsConfig()
+    return int(limits.max_body_mb * MIB)
 
 
 class NoSuchWebsocket(AsyncWebsocketConsumer):

@@ -109,8 +109,9 @@ TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en-us"
 USE_I18N = False
 
-# Chat requests carry whole conversations: allow large bodies (GATEWAY_MAX_BODY_BYTES).
-DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("GATEWAY_MAX_BODY_BYTES", 32 * 1024 * 1024))
+# Body sizes are limited in front of Django (core.bodylimit): limits.max_body_mb on /v1,
+# 1 MiB elsewhere.
+DATA_UPLOAD_MAX_MEMORY_SIZE = None
 
 STATIC_URL = "static/"
 

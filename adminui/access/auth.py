@@ -1,7 +1,7 @@
 """``auth.admin``: who may use the admin once it is configured (docs/admin.md, "Who may use the admin").
 
 ``basic``: every request carries ``Authorization: Basic`` (browsers ask once and resend
-it), checked like ``/v1``'s (``core.basicauth``). ``oidc``: a browser logs in at the
+it), checked like ``/v1``'s (``core.auth.basicauth``). ``oidc``: a browser logs in at the
 identity provider (``adminui.access.oidc_login``) and then carries a Django session; scripts may
 send ``Authorization: Bearer <ID token>`` of the same client instead. The authenticated
 name lands on ``request.admin_user`` (revisions record it as their author).
@@ -20,9 +20,9 @@ from adminui.context import AdminRequest, admin_scope
 from adminui.rendering.errors import AdminError, error_response, is_admin_path
 from adminui.rendering.negotiation import is_html
 from agents.schema import AuthScope, OidcAuth
-from core import credentials
 from core.asyncmiddleware import AsyncMiddleware
-from core.oidc import InvalidToken, ProviderUnavailable
+from core.auth import credentials
+from core.auth.oidc import InvalidToken, ProviderUnavailable
 
 LOGIN_PATH = "/admin/auth/login"
 CALLBACK_PATH = "/admin/auth/callback"

@@ -1,8 +1,8 @@
 """Who may use ``/admin`` at all: loopback clients (until ``auth.admin``), with CSRF for forms.
 
 Without ``auth.admin`` only clients on this machine may use the admin, and a request that
-carries ``Forwarded`` or ``X-Forwarded-For`` came through a proxy: it does not count as
-loopback. With ``auth.admin`` the admin answers any address and any host name, since every
+carries any header a proxy sets (``PROXY_HEADERS``) came through one: it does not count as
+loopback, whatever its address. With ``auth.admin`` the admin answers any address and any host name, since every
 request is authenticated first (``adminui.access.auth``, the middleware before this one).
 
 DNS rebinding: a page from another site whose name the attacker then points at 127.0.0.1
@@ -68,8 +68,19 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     return error_response(cast(AdminRequest, request), _CSRF_FAILED)
 
 
+# Headers a reverse proxy adds: a proxy on this machine makes every client look local.
+PROXY_HEADERS = (
+    "Forwarded",
+    "X-Forwarded-For",
+    "X-Forwarded-Host",
+    "X-Real-IP",
+    "X-Client-IP",
+    "True-Client-IP",
+)
+
+
 def is_loopback(request: HttpRequest) -> bool:
-    if "Forwarded" in request.headers or "X-Forwarded-For" in request.headers:
+    if any(header in request.headers for header in PROXY_HEADERS):
         return False
     try:
         address = ipaddress.ip_address(request.META.get("REMOTE_ADDR") or "")
@@ -123,5 +134,6 @@ def _remote_message(request: AdminRequest) -> str:
         "`python manage.py hash_password`>}\n"
         "(or oidc: {issuer_url: <your identity provider>, client_id: <its client id for the "
         "gateway>}), then sign in with that username and password. Requests through a proxy "
-        "(Forwarded or X-Forwarded-For headers) never count as loopback."
+        "(Forwarded, X-Forwarded-For, X-Forwarded-Host, X-Real-IP, X-Client-IP or "
+        "True-Client-IP headers) never count as loopback."
     )

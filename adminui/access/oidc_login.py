@@ -33,7 +33,7 @@ from adminui.context import AdminRequest, admin_scope
 from adminui.rendering.errors import AdminError, error_response
 from adminui.rendering.negotiation import render
 from agents.schema import OidcAuth
-from core.oidc import InvalidToken, ProviderUnavailable, provider_for
+from core.auth.oidc import InvalidToken, ProviderUnavailable, provider_for
 
 if TYPE_CHECKING:
     from authlib.integrations.httpx_client import AsyncOAuth2Client

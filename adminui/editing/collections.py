@@ -14,7 +14,8 @@ from ninja import Header, Path, Router
 from ninja.responses import Status
 from pydantic import BaseModel, SkipValidation
 
-from adminui.context import AdminRequest
+from adminui.access import open_admin
+from adminui.context import AdminRequest, admin_scope
 from adminui.editing import tables
 from adminui.editing.formpages import edit_form, empty_form, form_page, resource_form, submit
 from adminui.rendering.negotiation import is_form, is_html, respond, written
@@ -27,9 +28,12 @@ HTML_PAGE = {
 }
 
 
-def author_of(request: AdminRequest) -> str:
+def author_of(request: AdminRequest) -> store.Author:
+    """Who writes: the authenticated name (or "admin") and the client's address; without
+    ``auth.admin``, the open admin."""
     name = getattr(request, "admin_user", None) or "admin"
-    return f"{name} ({request.META.get('REMOTE_ADDR') or 'unknown client'})"
+    label = f"{name} ({request.META.get('REMOTE_ADDR') or 'unknown client'})"
+    return store.Author(label, refuse=open_admin.refusal if admin_scope(request) is None else None)
 
 
 StateSummaries = Callable[[AdminRequest], dict[str, str]]

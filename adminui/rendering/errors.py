@@ -19,12 +19,14 @@ from agents.loader import ConfigError
 from agents.store import (
     Busy,
     EntryNotFound,
+    Forbidden,
     InvalidChange,
     NameTaken,
     StoreError,
     VersionMismatch,
 )
 from core.asyncmiddleware import AsyncMiddleware
+from core.bodylimit import too_large
 
 _TYPES = {
     400: "invalid_request_error",
@@ -41,6 +43,7 @@ _TYPES = {
 _STORE_REFUSALS: dict[type[StoreError], tuple[int, str]] = {
     InvalidChange: (400, "bad_request"),
     EntryNotFound: (404, "not_found"),
+    Forbidden: (403, "open_admin_forbidden"),
     NameTaken: (409, "name_taken"),
     VersionMismatch: (412, "etag_mismatch"),
     Busy: (503, "config_busy"),
@@ -112,9 +115,14 @@ def is_admin_path(path: str) -> bool:
 
 class AdminErrorMiddleware(AsyncMiddleware):
     """Re-renders Django's own 404, 405 and 500 responses on ``/admin`` like every other
-    admin error."""
+    admin error, and answers a body the gate in front of Django found too large (413)."""
 
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        limit = too_large(request)
+        if limit is not None and is_admin_path(request.path):
+            message = f"admin request bodies are limited to {limit} bytes"
+            error = AdminError(413, message, "request_too_large")
+            return error_response(cast(AdminRequest, request), error)
         response = await self.get_response(request)
         if not isinstance(response, _DJANGO_RESPONSES) or not is_admin_path(request.path):
             return response

@@ -1,13 +1,13 @@
 """``auth.proxy``: who may call ``/v1``.
 
-The principal comes from ``core.credentials``; here a missing or refused credential
+The principal comes from ``core.auth.credentials``; here a missing or refused credential
 becomes an ``ApiError``: 401 with the challenge of the configured scheme, or 503 when the
 identity provider cannot be reached to check a token.
 """
 
 from agents.schema import AuthScope
-from core.credentials import principal
-from core.oidc import InvalidToken, ProviderUnavailable
+from core.auth.credentials import principal
+from core.auth.oidc import InvalidToken, ProviderUnavailable
 from inference.errors import ApiError
 
 _BASIC_CHALLENGE = 'Basic realm="gateway", charset="UTF-8"'

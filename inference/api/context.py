@@ -1,6 +1,6 @@
 """What ``/v1`` request code borrows from the process, as the request carries it."""
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.http import HttpRequest
 
@@ -20,3 +20,5 @@ class InferenceRequest(HttpRequest):
     runtime: InferenceRuntime
     log: RequestLog
     bound_user: str | None  # the principal, when auth.proxy.bind_user (ProxyAuthMiddleware)
+    # A body over 1 MiB, parsed off the event loop (or the ValueError it raised); else None.
+    parsed_body: Any

@@ -1,6 +1,8 @@
 """The middleware of ``/v1``: credentials before anything else, and every failure in the
 OpenAI error shape, whatever part of Django produced it."""
 
+import asyncio
+import json
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -8,6 +10,7 @@ from django.http import HttpRequest, HttpResponseBase
 
 from agents.schema import Config
 from core.asyncmiddleware import AsyncMiddleware
+from core.bodylimit import MIB, too_large, without_body
 from core.paths import is_v1_path
 from inference.api.auth import authenticate
 from inference.api.context import InferenceRequest
@@ -62,47 +65,48 @@ class ProxyAuthGate:
         try:
             principal = await authenticate(_header(scope, b"authorization"), proxy)
         except ApiError as refusal:
-            await self.app({**scope, _REFUSAL: refusal}, _without_body(receive), send)
+            await self.app({**scope, _REFUSAL: refusal}, without_body(receive), send)
             return
         await self.app({**scope, _PRINCIPAL: principal if proxy.bind_user else None}, receive, send)
 
 
 class ProxyAuthMiddleware(AsyncMiddleware):
-    """Answers the requests ``ProxyAuthGate`` refused, and hands on its principal."""
+    """Answers the requests the gates in front of Django refused (a body over the limit,
+    then credentials), hands on the principal, and parses a body over 1 MiB off the event
+    loop."""
 
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if not is_v1_path(request.path):
             return await self.get_response(request)
         v1_request = cast(InferenceRequest, request)
         scope = getattr(request, "scope", {})
+        limit = too_large(request)
         refusal: ApiError | None = scope.get(_REFUSAL)
+        if limit is not None:
+            refusal = ApiError(
+                413,
+                f"The request body is larger than limits.max_body_mb ({limit} bytes)",
+                code="request_too_large",
+            )
         if refusal is not None:
             v1_request.log.error = refusal.code or refusal.error_type
             return refusal.response()
         v1_request.bound_user = scope.get(_PRINCIPAL)
+        v1_request.parsed_body = None
+        if int(request.META.get("CONTENT_LENGTH") or 0) > MIB:
+            v1_request.parsed_body = await asyncio.to_thread(_parsed, request)
         return await self.get_response(request)
+
+
+def _parsed(request: HttpRequest) -> Any:
+    try:
+        return json.loads(request.body)
+    except ValueError as error:  # the view's parser raises it, as for any other body
+        return error
 
 
 _REFUSAL = "gateway.auth_refusal"
 _PRINCIPAL = "gateway.principal"
-
-
-def _without_body(receive: Any) -> Any:
-    """``receive`` as if the request had no body: the body's messages are dropped unread,
-    and whatever comes after them (a disconnect) is passed on."""
-    started = False
-
-    async def receive_no_body() -> dict[str, Any]:
-        nonlocal started
-        if not started:
-            started = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return message
-
-    return receive_no_body
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:

@@ -4,11 +4,12 @@ Credentials (``auth.proxy``) are checked before any of this, by
 ``inference.api.middleware.ProxyAuthMiddleware``: ninja parses the body before a view runs.
 """
 
-from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
+from ninja.parser import Parser
 
 from inference.api.body_errors import body_error
 from inference.api.context import InferenceRequest
@@ -23,7 +24,22 @@ from inference.wire.responses_out import ResponsesReply, echo
 
 OWNED_BY = "agent-gateway"
 
-api = NinjaAPI(urls_namespace="v1", docs_url=None, openapi_url=None, title="Gateway /v1")
+
+class V1Parser(Parser):
+    """JSON bodies; one over 1 MiB arrives parsed off the event loop (``parsed_body``)."""
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        parsed = getattr(request, "parsed_body", None)
+        if parsed is None:
+            return super().parse_body(request)
+        if isinstance(parsed, ValueError):
+            raise parsed
+        return parsed
+
+
+api = NinjaAPI(
+    urls_namespace="v1", docs_url=None, openapi_url=None, title="Gateway /v1", parser=V1Parser()
+)
 
 
 @api.get("/models")
@@ -81,14 +97,6 @@ def _api_error(request: InferenceRequest, error: ApiError) -> HttpResponse:
 def _validation_error(request: HttpRequest, error: ValidationError) -> HttpResponse:
     required = "model and input" if request.path.endswith("/responses") else "model and messages"
     return body_error(error.errors, required).response()
-
-
-@api.exception_handler(RequestDataTooBig)
-def _body_too_large(request: HttpRequest, error: RequestDataTooBig) -> HttpResponse:
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    return ApiError(
-        413, f"The request body is larger than {limit} bytes", code="request_too_large"
-    ).response()
 
 
 @api.exception_handler(HttpError)

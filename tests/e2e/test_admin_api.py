@@ -38,8 +38,21 @@ def admin(server: GatewayServer) -> Iterator[httpx.Client]:
         yield client
         if server.config_path.read_text() != ORIGINAL:
             restored = client.put("/config", content=ORIGINAL, headers=YAML_BODY)
-            assert restored.status_code == 204, restored.text
+            if restored.status_code == 403:
+                # The open admin may not put a stdio MCP server back: by hand, as an operator.
+                edit_by_hand(server, ORIGINAL)
+            else:
+                assert restored.status_code == 204, restored.text
     assert server.config_path.read_text() == ORIGINAL
+
+
+def edit_by_hand(server: GatewayServer, text: str) -> None:
+    """Write the file as an operator would, and wait until the gateway applied it."""
+    loaded = server.log().count('"event":"config_loaded"')
+    server.config_path.write_text(text)
+    wait_for(
+        lambda: server.log().count('"event":"config_loaded"') > loaded, "the hand edit applied"
+    )
 
 
 YAML_BODY = {"Content-Type": "application/yaml"}
@@ -89,7 +102,7 @@ COLLECTIONS = {
     "mcp": (
         "docs",
         {"name": "docs", "transport": "http", "url": "http://127.0.0.1:9/mcp"},
-        {"transport": "stdio", "command": "python", "args": ["-m", "docs"]},
+        {"transport": "http", "url": "http://127.0.0.1:10/mcp"},  # stdio: not the open admin's
         {"name": "docs", "transport": "http"},
     ),
 }
@@ -959,3 +972,100 @@ def test_config_put_with_a_value_unlike_its_yaml_tag_is_refused_and_leaves_the_f
     assert response.status_code in (400, 422), response.text
     assert "not valid YAML" in response.json()["error"]["message"]
     assert server.config_path.read_bytes() == before
+
+
+# ---- what the open admin may not write ---------------------------------------------------
+
+
+def test_open_admin_refuses_a_stdio_mcp_server_and_leaves_the_file(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    before = server.config_path.read_bytes()
+    stdio = {"name": "shell", "transport": "stdio", "command": "/bin/sh", "args": ["-c", "id"]}
+
+    refused = admin.post("/mcp", json=stdio)
+    via_file = admin.put(
+        "/config",
+        content=ORIGINAL.replace(
+            "\nmcp:\n", "\nmcp:\n  shell: {transport: stdio, command: /bin/sh}\n", 1
+        ),
+        headers=YAML_BODY,
+    )
+
+    for response in (refused, via_file):
+        assert response.status_code == 403, response.text
+        error = response.json()["error"]
+        assert error["code"] == "open_admin_forbidden"
+        assert "would run a program" in error["message"] and "auth.admin" in error["message"]
+    assert server.config_path.read_bytes() == before
+
+
+def test_open_admin_still_adds_an_http_mcp_server(admin: httpx.Client) -> None:
+    created = admin.post(
+        "/mcp", json={"name": "web", "transport": "http", "url": "http://127.0.0.1:9/mcp"}
+    )
+    assert created.status_code == 201, created.text
+
+
+def test_open_admin_refuses_sending_the_stored_key_to_another_host(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    before = server.config_path.read_bytes()
+    shown = admin.get("/providers/openai").json()  # the key masked, as every read shows it
+
+    moved = admin.put(
+        "/providers/openai", json={**shown, "base_url": "https://collector.example/v1"}
+    )
+
+    assert moved.status_code == 403
+    assert "stored api_key" in moved.json()["error"]["message"]
+    assert server.config_path.read_bytes() == before
+
+
+def test_open_admin_accepts_a_new_host_with_a_new_key(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    shown = admin.get("/providers/openai").json()
+    new = {**shown, "base_url": "https://eu.example/v1", "api_key": "sk-new-key-for-eu-0123"}
+
+    assert admin.put("/providers/openai", json=new).status_code == 200
+    assert "https://eu.example/v1" in server.config_path.read_text()
+
+
+# ---- sizes ----------------------------------------------------------------------------------
+
+
+def test_admin_body_over_one_mib_is_413_and_the_file_is_untouched(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    before = server.config_path.read_bytes()
+    agent = {"name": "big", "provider": "openai", "model": "m", "preamble": "x" * (2 * 1024 * 1024)}
+
+    response = admin.post("/agents", json=agent)
+
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "request_too_large"
+    assert server.config_path.read_bytes() == before
+
+
+def test_a_write_that_would_make_the_file_over_one_mib_is_422(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    before = server.config_path.read_bytes()
+    # 600 KB sent; each line indented in the file's block scalar makes it over 1 MiB.
+    agent = {"name": "big", "provider": "openai", "model": "m", "preamble": "line\n" * 120_000}
+
+    response = admin.post("/agents", json=agent)
+
+    assert response.status_code == 422
+    assert "at most 1048576 bytes" in str(response.json()["error"])
+    assert server.config_path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "header", ["X-Forwarded-Host", "X-Real-IP", "X-Client-IP", "True-Client-IP"]
+)
+def test_every_proxy_header_makes_a_loopback_client_remote(
+    admin: httpx.Client, header: str
+) -> None:
+    assert admin.get("/agents", headers={header: "203.0.113.9"}).status_code == 403

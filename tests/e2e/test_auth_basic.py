@@ -127,9 +127,14 @@ def peak_rss_kib(pid: int) -> int:
     return int(match.group(1))
 
 
-def test_proxy_unauthenticated_20_mib_body_is_refused_unparsed(server: GatewayServer) -> None:
+@pytest.mark.parametrize(("mib", "status"), [(20, 413), (8, 401)])
+def test_proxy_unauthenticated_big_body_is_refused_unparsed(
+    server: GatewayServer, mib: int, status: int
+) -> None:
+    """Over limits.max_body_mb: 413 whoever sends it; under it, without credentials: 401.
+    Either way before the body is parsed."""
     message = b'{"role":"user","content":"x"},'
-    count = 20 * 1024 * 1024 // len(message)
+    count = mib * 1024 * 1024 // len(message)
     body = b'{"model":"first","messages":[' + message * count + b'{"role":"user","content":"x"}]}'
     assert server.pid is not None
     before = peak_rss_kib(server.pid)
@@ -142,7 +147,7 @@ def test_proxy_unauthenticated_20_mib_body_is_refused_unparsed(server: GatewaySe
     )
 
     growth_mib = (peak_rss_kib(server.pid) - before) / 1024
-    assert response.status_code == 401
+    assert response.status_code == status
     assert growth_mib < 50, f"peak RSS grew by {growth_mib:.1f} MiB"
 
 
@@ -183,6 +188,21 @@ def test_admin_basic_writes_record_the_username_as_author(server: GatewayServer)
 
     assert created.status_code == 201
     assert revisions[0]["author"] == f"{ADMIN[0]} (127.0.0.1)"
+
+
+def test_admin_basic_may_add_a_stdio_server_and_move_a_provider(server: GatewayServer) -> None:
+    """With auth.admin, what the open admin refuses is an ordinary write."""
+    admin = httpx.Client(base_url=f"{server.url}/admin", headers=basic(*ADMIN))
+    name = f"local-{uuid.uuid4().hex[:6]}"
+
+    shown = admin.get("/providers/openai", headers={"Accept": "application/json"}).json()
+
+    added = admin.post("/mcp", json={"name": name, "transport": "stdio", "command": "/bin/true"})
+    moved = admin.put("/providers/openai", json={**shown, "base_url": "http://127.0.0.1:9/v1"})
+
+    assert (added.status_code, moved.status_code) == (201, 200), (added.text, moved.text)
+    assert admin.delete(f"/mcp/{name}").status_code == 204
+    assert admin.put("/providers/openai", json=shown).status_code == 200
 
 
 def test_health_probes_stay_open_under_auth(server: GatewayServer) -> None:

@@ -1,5 +1,6 @@
 """Every failure on /v1 is an OpenAI error object with the right status."""
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -254,10 +255,37 @@ def test_large_bodies_are_accepted_and_oversized_ones_are_413(
     gateway: GatewayServer, openai_fake: OpenAIUpstream
 ) -> None:
     three_megabytes = chat(messages=[{"role": "user", "content": "x" * 3_000_000}])
-    assert post(gateway, three_megabytes).status_code == 200
-    too_large = chat(messages=[{"role": "user", "content": "x" * (33 * 1024 * 1024)}])
+    answered = post(gateway, three_megabytes)  # over 1 MiB: parsed off the event loop
+    assert answered.status_code == 200
+    assert len(openai_fake.last.body["messages"][-1]["content"]) == 3_000_000
+    too_large = chat(messages=[{"role": "user", "content": "x" * (12 * 1024 * 1024)}])
     error = assert_error(post(gateway, too_large), 413, "invalid_request_error", None)
-    assert error["code"] == "request_too_large"
+    assert error["code"] == "request_too_large" and "limits.max_body_mb" in error["message"]
+
+
+def test_an_oversized_body_without_a_length_is_413_as_it_arrives(gateway: GatewayServer) -> None:
+    """Chunked: no Content-Length to refuse it by, so it is counted as it comes, while the
+    server goes on answering others."""
+    sent = 0
+
+    def chunks() -> Iterator[bytes]:
+        nonlocal sent
+        yield b'{"model": "openai-agent", "messages": [{"role": "user", "content": "'
+        while sent < 64 * 1024 * 1024:
+            sent += 1024 * 1024
+            assert httpx.get(f"{gateway.url}/healthz", timeout=10).status_code == 200
+            yield b"x" * 1024 * 1024
+        yield b'"}]}'
+
+    response = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        content=chunks(),
+        headers={"Content-Type": "application/json"},
+        timeout=60,
+    )
+
+    assert_error(response, 413, "invalid_request_error", None)
+    assert response.json()["error"]["code"] == "request_too_large"
 
 
 def raw_post(gateway: GatewayServer, text: str) -> httpx.Response:

@@ -21,7 +21,9 @@ def holder(tmp_path: Path) -> ConfigHolder:
     path.write_text(ORIGINAL_EXAMPLE.read_text())
     live = ConfigHolder(path)
     live.reload()
-    store.create_item(live, AGENTS, {"name": "first", "provider": "openai", "model": "m"}, "t")
+    store.create_item(
+        live, AGENTS, {"name": "first", "provider": "openai", "model": "m"}, store.Author("t")
+    )
     return live
 
 
@@ -43,7 +45,7 @@ def test_item_write_parses_the_file_once_and_reads_the_result_back_once(
     holder: ConfigHolder, parses: list[str]
 ) -> None:
     written = store.create_item(
-        holder, AGENTS, {"name": "second", "provider": "openai", "model": "m"}, "t"
+        holder, AGENTS, {"name": "second", "provider": "openai", "model": "m"}, store.Author("t")
     )
 
     assert written.revision is not None and "+  - name: second" in written.revision.diff
@@ -58,7 +60,7 @@ def test_whole_file_json_write_parses_the_file_once_and_reads_the_result_back_on
     providers["openai"]["timeout"] = 30
     parses.clear()
 
-    store.replace_config(holder, "t", data={"providers": providers})
+    store.replace_config(holder, store.Author("t"), data={"providers": providers})
 
     assert len(parses) == 2
     assert store.entry(holder, PROVIDERS, "openai") == {"api_key": "sk-…0042", "timeout": 30}

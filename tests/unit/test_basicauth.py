@@ -1,12 +1,12 @@
-"""``core.basicauth``: remembered credentials and the newest-first slots of the slow hash."""
+"""``core.auth.basicauth``: remembered credentials and the newest-first slots of the slow hash."""
 
 import asyncio
 
 import pytest
 from django.contrib.auth.hashers import make_password
 
-from core import basicauth
-from core.basicauth import BasicVerifier, NewestFirstSlots, basic_credentials
+from core.auth import basicauth
+from core.auth.basicauth import BasicVerifier, NewestFirstSlots, basic_credentials
 
 
 def test_basic_credentials_parse_only_well_formed_headers() -> None:

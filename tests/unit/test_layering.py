@@ -62,7 +62,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         "schemas": (),
         "rendering": ("context",),
         "access": ("context", "rendering"),
-        "editing": ("context", "rendering", "schemas"),
+        "editing": ("access", "context", "rendering", "schemas"),
         "records": ("access", "context", "rendering", "schemas"),
         "api": ("context", "editing", "records", "rendering", "schemas"),
         "urls": ("access", "api"),

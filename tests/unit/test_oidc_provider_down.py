@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from core import oidc
-from core.oidc import OidcProvider, ProviderUnavailable
+from core.auth import oidc
+from core.auth.oidc import OidcProvider, ProviderUnavailable
 
 
 class FailingProvider(ThreadingHTTPServer):

@@ -1,15 +1,15 @@
 """Who a request's ``Authorization`` header says it is, for ``/v1`` and the admin alike.
 
-``basic``: the Basic pair against the configured one (``core.basicauth``). ``oidc``:
-``Bearer <JWT>`` signed by the issuer for the client (``core.oidc``). The principal is the
+``basic``: the Basic pair against the configured one (``core.auth.basicauth``). ``oidc``:
+``Bearer <JWT>`` signed by the issuer for the client (``core.auth.oidc``). The principal is the
 Basic username or the token's ``sub``. What a missing or wrong credential means (a 401
 with a challenge, a login page, a session instead) is each surface's own business.
 """
 
 from typing import Protocol
 
-from core.basicauth import BasicVerifier, basic_credentials
-from core.oidc import provider_for
+from core.auth.basicauth import BasicVerifier, basic_credentials
+from core.auth.oidc import provider_for
 
 
 class BasicPair(Protocol):
@@ -40,8 +40,8 @@ _basic = BasicVerifier()
 
 async def principal(authorization: str | None, scheme: Scheme) -> str | None:
     """The principal, or None without a valid credential of the scheme. A bearer token the
-    issuer refuses raises ``core.oidc.InvalidToken``; an issuer that cannot be reached
-    raises ``core.oidc.ProviderUnavailable``."""
+    issuer refuses raises ``core.auth.oidc.InvalidToken``; an issuer that cannot be reached
+    raises ``core.auth.oidc.ProviderUnavailable``."""
     if scheme.basic is not None:
         credentials = basic_credentials(authorization)
         expected = (scheme.basic.username, scheme.basic.password)

@@ -1,0 +1,63 @@
+"""What the open admin may not write.
+
+Without ``auth.admin`` the admin answers any process on this machine. A config write can
+make the gateway run a program (an MCP server started over stdio) or send a stored secret
+to a host of the writer's choosing (a provider's ``base_url`` moved while its ``api_key``
+stays). Such writes need the file itself or an authenticated admin; everything else the
+open admin may do.
+"""
+
+from typing import Any
+
+_PROGRAM_FIELDS = ("transport", "command", "args", "env")
+
+
+def refusal(before: Any, after: Any) -> str | None:
+    """Why the open admin may not turn ``before`` into ``after`` (config data), or None."""
+    for problem in (*_programs(before, after), *_moved_secrets(before, after)):
+        return (
+            f"{problem}: without auth.admin the admin does not write that. Edit the config "
+            "file on the host, or configure auth.admin"
+        )
+    return None
+
+
+def _section(data: Any, name: str) -> dict[str, Any]:
+    value = data.get(name) if isinstance(data, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _programs(before: Any, after: Any) -> list[str]:
+    """Stdio MCP servers added, or whose program or its arguments or environment changed."""
+    old = _section(before, "mcp")
+    found = []
+    for name, server in _section(after, "mcp").items():
+        if not isinstance(server, dict) or server.get("transport") != "stdio":
+            continue
+        previous = old.get(name)
+        fields = [
+            field
+            for field in _PROGRAM_FIELDS
+            if not isinstance(previous, dict) or previous.get(field) != server.get(field)
+        ]
+        if fields:
+            found.append(f"mcp.{name} would run a program on this host ({', '.join(fields)})")
+    return found
+
+
+def _moved_secrets(before: Any, after: Any) -> list[str]:
+    """Providers whose stored key would go to another ``base_url``."""
+    old = _section(before, "providers")
+    found = []
+    for name, provider in _section(after, "providers").items():
+        previous = old.get(name)
+        if not isinstance(provider, dict) or not isinstance(previous, dict):
+            continue
+        key = previous.get("api_key")
+        moved = provider.get("base_url") != previous.get("base_url")
+        if key and moved and provider.get("api_key") == key:
+            found.append(
+                f"providers.{name}.base_url would send the stored api_key to another host "
+                "(send a new api_key with the new base_url)"
+            )
+    return found
