@@ -98,7 +98,7 @@ def _without_body(receive: Any) -> Any:
             started = True
             return {"type": "http.request", "body": b"", "more_body": False}
         while True:
-            message = await receive()
+            message: dict[str, Any] = await receive()
             if message["type"] != "http.request":
                 return message
 
@@ -106,6 +106,8 @@ def _without_body(receive: Any) -> Any:
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    key: bytes
+    value: bytes
     for key, value in scope.get("headers", ()):
         if key.lower() == name:
             return value.decode("latin-1")
