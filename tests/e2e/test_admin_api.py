@@ -45,7 +45,7 @@ def admin(server: GatewayServer) -> Iterator[httpx.Client]:
 YAML_BODY = {"Content-Type": "application/yaml"}
 
 
-def validator_problems(change: Callable[[dict], None]) -> list[str]:
+def validator_problems(change: Callable[[dict[str, Any]], None]) -> list[str]:
     """What the config validator says about the example after ``change``."""
     data = parse(ORIGINAL)
     change(data)
@@ -56,7 +56,8 @@ def validator_problems(change: Callable[[dict], None]) -> list[str]:
 
 # ---- JSON CRUD of every collection ------------------------------------------------------
 
-COLLECTIONS = {
+# section: (key, body to create, body to update, invalid body)
+COLLECTIONS: dict[str, tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = {
     "agents": (
         "t-agent",
         {"name": "t-agent", "provider": "openai", "model": "m1"},
@@ -95,8 +96,8 @@ COLLECTIONS = {
 }
 
 
-def add_entry(section: str, body: dict) -> Callable[[dict], None]:
-    def change(data: dict) -> None:
+def add_entry(section: str, body: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    def change(data: dict[str, Any]) -> None:
         body_without_key = {k: v for k, v in body.items() if k not in ("kind",)}
         if isinstance(data.get(section), dict):
             key = body_without_key.pop("name", None) if section == "mcp" else body["kind"]
@@ -182,7 +183,7 @@ def test_experiment_cannot_take_an_agent_name(admin: httpx.Client) -> None:
     ],
 )
 def test_delete_of_referenced_entry_is_422_and_leaves_the_file_byte_identical(
-    admin: httpx.Client, server: GatewayServer, path: str, change: Callable[[dict], Any]
+    admin: httpx.Client, server: GatewayServer, path: str, change: Callable[[dict[str, Any]], Any]
 ) -> None:
     response = admin.delete(path)
 
