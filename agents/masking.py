@@ -58,13 +58,15 @@ def keep_secret(sent: Any, stored: Any, path: tuple[str, ...]) -> Any:
     return sent
 
 
-def secret_slots(data: Any) -> Iterator[tuple[tuple[str, ...], dict, str]]:
+def secret_slots(data: Any) -> Iterator[tuple[tuple[str, ...], dict[str, Any], str]]:
     """(path, mapping, key) of every secret in a config (plain or round-trip data)."""
     for pattern in SECRET_PATHS:
         yield from _walk(data, pattern, ())
 
 
-def _walk(node: Any, pattern: tuple[str, ...], path: tuple[str, ...]):
+def _walk(
+    node: Any, pattern: tuple[str, ...], path: tuple[str, ...]
+) -> Iterator[tuple[tuple[str, ...], dict[str, Any], str]]:
     if not isinstance(node, dict):
         return
     head, rest = pattern[0], pattern[1:]

@@ -542,7 +542,7 @@ def _restore_secret(mapping: CommentedMap, key: str, value: str) -> None:
         mapping[key] = value
 
 
-def _section_keys(root: dict, section: str) -> set[str]:
+def _section_keys(root: dict[str, Any], section: str) -> set[str]:
     value = root.get(section)
     if isinstance(value, list):
         return {str(item.get("name")) for item in value if isinstance(item, dict)}
@@ -593,7 +593,7 @@ def _locate(
 
 
 def _masked(resource: Resource, item: dict[str, Any]) -> dict[str, Any]:
-    shown = json.loads(json.dumps(item, default=str))
+    shown: dict[str, Any] = json.loads(json.dumps(item, default=str))
     if "api_key" in shown and resource.section == "providers":
         shown["api_key"] = masking.mask(shown["api_key"], "api_key")
     return shown

@@ -176,7 +176,10 @@ def _check_experiments(config: Config) -> Iterator[str]:
 
 
 def _check_variants(
-    path: str, experiment: ExperimentConfig, agents: dict, experiments: set[str]
+    path: str,
+    experiment: ExperimentConfig,
+    agents: dict[str, AgentConfig],
+    experiments: set[str],
 ) -> Iterator[str]:
     if not experiment.variants:
         yield f"{path}.variants: must list at least one variant"
@@ -204,7 +207,10 @@ def _check_strategy_fields(path: str, experiment: ExperimentConfig) -> Iterator[
 
 
 def _check_bandit(
-    path: str, experiment: ExperimentConfig, agents: dict, judges: dict
+    path: str,
+    experiment: ExperimentConfig,
+    agents: dict[str, AgentConfig],
+    judges: dict[str, JudgeConfig],
 ) -> Iterator[str]:
     if experiment.epsilon is not None and not 0.0 <= experiment.epsilon <= 1.0:
         yield f"{path}.epsilon: must be between 0 and 1, got {experiment.epsilon}"

@@ -199,7 +199,7 @@ def _take_after_value(parent: Node | None, name: Any) -> str:
     token = slot[2] if slot else None
     if slot is None or token is None:
         return ""
-    text = token.value
+    text: str = token.value
     cut = text.find("\n") + 1 or len(text)
     token.value = text[:cut]
     if token.value == "\n":
@@ -219,10 +219,11 @@ def _append_after_value(parent: Node | None, name: Any, text: str) -> None:
         slot[2].value += text
 
 
-def _parent_slot(parent: Node | None, name: Any) -> list | None:
+def _parent_slot(parent: Node | None, name: Any) -> list[Any] | None:
     if not isinstance(parent, CommentedMap):
         return None
-    return parent.ca.items.setdefault(name, [None, None, None, None])
+    slot: list[Any] = parent.ca.items.setdefault(name, [None, None, None, None])
+    return slot
 
 
 def _without_last_comment(text: str) -> str:

@@ -330,7 +330,7 @@ def _same_scalar(old: Any, new: Any) -> bool:
         return False
     if isinstance(old, str) != isinstance(new, str):
         return False
-    return old == new
+    return bool(old == new)
 
 
 _STYLES = (
@@ -342,13 +342,16 @@ _STYLES = (
 
 
 def _restyle(old: str, new: str) -> str:
+    styled: str  # a subclass of str (ruamel types the constructors as returning Any)
     if "\n" in new:
-        return (
+        styled = (
             FoldedScalarString(new)
             if isinstance(old, FoldedScalarString)
             else LiteralScalarString(new)
         )
+        return styled
     for style in _STYLES[2:]:
         if isinstance(old, style):
-            return style(new)
+            styled = style(new)
+            return styled
     return new

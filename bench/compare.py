@@ -27,6 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import httpx
@@ -69,8 +70,8 @@ class Cell:
         return self.cpu * 1000 / self.count if self.count else float("nan")
 
 
-def body(user: int, index: int, stream: bool) -> dict:
-    request: dict = {
+def body(user: int, index: int, stream: bool) -> dict[str, Any]:
+    request: dict[str, Any] = {
         "model": "bench",
         "messages": [{"role": "user", "content": f"question {index} of a benchmark"}],
         "safety_identifier": f"bench-user-{user}",
@@ -94,7 +95,7 @@ def tree_cpu(pid: int) -> float:
 
 
 async def one_request(
-    session: aiohttp.ClientSession, target: Target, request: dict, cell: Cell
+    session: aiohttp.ClientSession, target: Target, request: dict[str, Any], cell: Cell
 ) -> None:
     started = time.perf_counter()
     first: float | None = None
@@ -155,7 +156,7 @@ async def prefill(gateway: Target, users: int) -> None:
             await asyncio.gather(*(turn(user, index) for user in range(users)))
 
 
-def start_process(command: list[str], env: dict[str, str], port: int) -> subprocess.Popen:
+def start_process(command: list[str], env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
         command, env=env, cwd=PROJECT_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -182,7 +183,7 @@ def main() -> None:
     fake_port, relay_port = free_port(), free_port()
     upstream = f"http://127.0.0.1:{fake_port}/v1"
     python = sys.executable
-    processes: list[subprocess.Popen] = []
+    processes: list[subprocess.Popen[bytes]] = []
     servers: list[GatewayServer] = []
     with tempfile.TemporaryDirectory() as workdir:
         try:

@@ -1,6 +1,7 @@
 """What the benchmarks send: one timed request, and the mixed traffic of the long runs."""
 
 import time
+from typing import Any
 
 import httpx
 
@@ -15,7 +16,7 @@ def bench_config(upstream: str, extra: str = "") -> str:
     )
 
 
-def timed(client: httpx.Client, url: str, body: dict) -> float:
+def timed(client: httpx.Client, url: str, body: dict[str, Any]) -> float:
     """Milliseconds one POST took (an error status fails the run)."""
     started = time.perf_counter()
     response = client.post(url, json=body)
@@ -24,10 +25,10 @@ def timed(client: httpx.Client, url: str, body: dict) -> float:
     return elapsed * 1000
 
 
-def mixed_body(model: str, index: int, users: int) -> dict:
+def mixed_body(model: str, index: int, users: int) -> dict[str, Any]:
     """Request ``index`` of a steady mix: users in turn, every other one streamed, every
     fifth with a (never reached) token budget, so every path of a turn is exercised."""
-    body: dict = {
+    body: dict[str, Any] = {
         "model": model,
         "messages": [{"role": "user", "content": f"question {index}"}],
         "safety_identifier": f"{model}-user-{index % users}",

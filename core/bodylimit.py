@@ -68,7 +68,7 @@ def without_body(receive: Receive) -> Receive:
             started = True
             return {"type": "http.request", "body": b"", "more_body": False}
         while True:
-            message = await receive()
+            message: dict[str, Any] = await receive()
             if message["type"] != "http.request":
                 return message
 

@@ -1,6 +1,7 @@
 """OpenAI-style errors: every failure on ``/v1`` leaves as one of these."""
 
 import json
+from typing import Any
 
 from django.http import HttpResponse
 
@@ -40,7 +41,7 @@ class ApiError(Exception):
         self.error_type = error_type or _DEFAULT_TYPES.get(status, "api_error")
         self.headers = headers or {}
 
-    def body(self) -> dict:
+    def body(self) -> dict[str, Any]:
         return {
             "error": {
                 "type": self.error_type,

@@ -80,7 +80,7 @@ class IdentityProvider:
 
 
 def _app() -> flask.Flask:
-    app = oidc_provider_mock.app()
+    app: flask.Flask = oidc_provider_mock.app()
     fetches = {"jwks": 0}
 
     @app.before_request

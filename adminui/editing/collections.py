@@ -10,7 +10,8 @@ from typing import Any, cast
 
 from django.http import HttpResponse
 from django.urls import reverse
-from ninja import Header, Path, Router
+from ninja import Router
+from ninja.params.functions import Header, Path  # callable; ninja.Header is typed as Annotated
 from ninja.responses import Status
 from pydantic import BaseModel, SkipValidation
 

@@ -5,7 +5,8 @@ from typing import Any, cast
 from django.http import HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from ninja import Header, Router
+from ninja import Router
+from ninja.params.functions import Header  # callable; ninja.Header is typed as Annotated
 from pydantic import SkipValidation
 
 from adminui.context import AdminRequest
@@ -85,7 +86,7 @@ def replace_config(
     else:
         data = cast(dict[str, Any], payload)  # unvalidated (SkipValidation): the store checks it
         result = store.replace_config(holder, author, data=data, if_match=if_match)
-    response: Any = written(request, reverse("admin:config"))
+    response = written(request, reverse("admin:config"))
     response["ETag"] = result.etag
     return response
 

@@ -8,7 +8,7 @@ normalised to ``\\n`` (a ``\\r`` cannot be written to a YAML block scalar and re
 A body that cannot be read is a ``BodyError``, answered with 400.
 """
 
-from typing import Any, cast
+from typing import Any, cast, overload
 
 from django.http import HttpRequest, QueryDict
 from ninja.parser import Parser
@@ -51,6 +51,10 @@ def form_data(request: HttpRequest) -> QueryDict:
     return request.POST if request.method == "POST" else QueryDict(request.body)
 
 
+@overload
+def normalised(value: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def normalised(value: Any) -> Any: ...
 def normalised(value: Any) -> Any:
     """``value`` with every ``\\r\\n`` and lone ``\\r`` in its strings (keys too) made ``\\n``."""
     if isinstance(value, dict):

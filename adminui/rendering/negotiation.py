@@ -7,7 +7,7 @@ with ``HX-Redirect`` for htmx).
 
 import json
 from enum import Enum
-from typing import Any
+from typing import Any, overload
 
 from django.http import HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -69,6 +69,10 @@ def render(
     return TemplateResponse(request, name, context, status=status)
 
 
+@overload
+def written(request: AdminRequest, location: str, data: None = None) -> HttpResponse: ...
+@overload
+def written(request: AdminRequest, location: str, data: Any) -> Any: ...
 def written(request: AdminRequest, location: str, data: Any = None) -> Any:
     """The answer to a successful write: JSON data, or a redirect to ``location``."""
     kind = representation(request)

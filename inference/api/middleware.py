@@ -110,6 +110,8 @@ _PRINCIPAL = "gateway.principal"
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    key: bytes
+    value: bytes
     for key, value in scope.get("headers", ()):
         if key.lower() == name:
             return value.decode("latin-1")

@@ -8,6 +8,7 @@ already sent.
 
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 
@@ -54,7 +55,7 @@ async def _frames(
         yield stream.failed(_INTERNAL_ERROR)
 
 
-def json_response(body: dict) -> HttpResponse:
+def json_response(body: dict[str, Any]) -> HttpResponse:
     return HttpResponse(fastjson.dumps(body), content_type="application/json")
 
 

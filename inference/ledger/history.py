@@ -47,6 +47,7 @@ def _newest_messages_sql(vendor: str, limit: int) -> str:
         .order_by("-id")
         .values_list("role", "content")[:limit]
     )
+    sql: str
     sql, _ = newest.query.get_compiler(connection=connection).as_sql()
     return sql
 

@@ -108,9 +108,10 @@ class Provider:
         if response.status_code >= 400:
             raise self.status_error(response.status_code, response.text, response.headers)
         try:
-            return fastjson.loads(response.content)
+            data: dict[str, Any] = fastjson.loads(response.content)  # an object, by the API
         except ValueError as error:
             raise ProviderError(502, f"{self.kind} returned a body that is not JSON") from error
+        return data
 
     async def post_sse(self, url: str, body: dict[str, Any]) -> AsyncIterator[ServerSentEvent]:
         """Yield the server-sent events of a streamed call; the connection closes with the loop.
@@ -210,12 +211,12 @@ def upstream_message(text: str) -> str:
     for candidate in candidates:
         if isinstance(candidate, dict):
             error = candidate.get("error", candidate)
-            if isinstance(error, dict) and isinstance(error.get("message"), str):
-                return error["message"]
+            if isinstance(error, dict) and isinstance(message := error.get("message"), str):
+                return message
             if isinstance(error, str):
                 return error
-            if isinstance(candidate.get("message"), str):
-                return candidate["message"]
+            if isinstance(message := candidate.get("message"), str):
+                return message
     return text.strip()[:500]
 
 

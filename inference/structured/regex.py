@@ -11,7 +11,7 @@ front.
 
 from collections.abc import Iterator
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, cast
 
 import re2
 from jsonschema import validators
@@ -168,7 +168,7 @@ def _additional_properties(
 @cache
 def linear_time(validator_class: type[Validator]) -> type[Validator]:
     """``validator_class`` with its regex keywords running on RE2."""
-    return validators.extend(
+    extended = validators.extend(  # untyped in the stubs: it returns a validator class
         validator_class,
         {
             "pattern": _pattern,
@@ -176,3 +176,4 @@ def linear_time(validator_class: type[Validator]) -> type[Validator]:
             "additionalProperties": _additional_properties,
         },
     )
+    return cast(type[Validator], extended)

@@ -58,7 +58,7 @@ def edit_by_hand(server: GatewayServer, text: str) -> None:
 YAML_BODY = {"Content-Type": "application/yaml"}
 
 
-def validator_problems(change: Callable[[dict], None]) -> list[str]:
+def validator_problems(change: Callable[[dict[str, Any]], None]) -> list[str]:
     """What the config validator says about the example after ``change``."""
     data = parse(ORIGINAL)
     change(data)
@@ -69,7 +69,8 @@ def validator_problems(change: Callable[[dict], None]) -> list[str]:
 
 # ---- JSON CRUD of every collection ------------------------------------------------------
 
-COLLECTIONS = {
+# section: (key, body to create, body to update, invalid body)
+COLLECTIONS: dict[str, tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = {
     "agents": (
         "t-agent",
         {"name": "t-agent", "provider": "openai", "model": "m1"},
@@ -108,8 +109,8 @@ COLLECTIONS = {
 }
 
 
-def add_entry(section: str, body: dict) -> Callable[[dict], None]:
-    def change(data: dict) -> None:
+def add_entry(section: str, body: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    def change(data: dict[str, Any]) -> None:
         body_without_key = {k: v for k, v in body.items() if k not in ("kind",)}
         if isinstance(data.get(section), dict):
             key = body_without_key.pop("name", None) if section == "mcp" else body["kind"]
@@ -195,7 +196,7 @@ def test_experiment_cannot_take_an_agent_name(admin: httpx.Client) -> None:
     ],
 )
 def test_delete_of_referenced_entry_is_422_and_leaves_the_file_byte_identical(
-    admin: httpx.Client, server: GatewayServer, path: str, change: Callable[[dict], Any]
+    admin: httpx.Client, server: GatewayServer, path: str, change: Callable[[dict[str, Any]], Any]
 ) -> None:
     response = admin.delete(path)
 

@@ -1,10 +1,12 @@
 """End-to-end: the official OpenAI SDK against the real daphne process and a fake upstream."""
 
+from typing import Any
+
 import httpx
 import openai
 import pytest
 
-from tests.fakes.base import Reply
+from tests.fakes.base import FakeUpstream, Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
 from tests.upstreams import api_key_of
@@ -113,7 +115,7 @@ def test_stream_without_include_usage_sends_no_usage_chunk(
     assert all(chunk.choices for chunk in chunks)
 
 
-def _upstream_messages(fake: OpenAIUpstream) -> list[dict]:
+def _upstream_messages(fake: OpenAIUpstream) -> list[dict[str, Any]]:
     return fake.last.body["messages"]
 
 
@@ -160,7 +162,7 @@ def test_second_request_of_a_user_carries_the_first_exchange_and_other_users_do_
 
 
 def test_history_is_kept_per_requested_model(
-    client: openai.OpenAI, fakes: dict, user_id: str
+    client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
 ) -> None:
     client.chat.completions.create(
         model="openai-agent",
@@ -230,7 +232,7 @@ def test_language_instruction_follows_the_preamble_in_english_words(
 
 
 def test_groq_and_deepseek_speak_the_openai_format_with_their_own_keys(
-    client: openai.OpenAI, fakes: dict, user_id: str
+    client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
 ) -> None:
     for kind in ("groq", "deepseek"):
         completion = client.chat.completions.create(

@@ -7,7 +7,7 @@ import httpx
 import openai
 import pytest
 
-from tests.fakes.base import Reply
+from tests.fakes.base import FakeUpstream, Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
 from tests.upstreams import api_key_of
@@ -17,7 +17,9 @@ def post(gateway: GatewayServer, body: Any, **options: Any) -> httpx.Response:
     return httpx.post(f"{gateway.url}/v1/chat/completions", json=body, timeout=30, **options)
 
 
-def assert_error(response: httpx.Response, status: int, error_type: str, param: str | None) -> dict:
+def assert_error(
+    response: httpx.Response, status: int, error_type: str, param: str | None
+) -> dict[str, Any]:
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/json")
     error = response.json()["error"]
@@ -95,7 +97,7 @@ def chat(user_id: str | None = "u", **fields: Any) -> dict[str, Any]:
     ],
 )
 def test_bad_request_is_400_naming_the_field(
-    gateway: GatewayServer, body: dict, param: str, code: str
+    gateway: GatewayServer, body: dict[str, Any], param: str, code: str
 ) -> None:
     error = assert_error(post(gateway, body), 400, "invalid_request_error", param)
     assert error["code"] == code
@@ -131,7 +133,7 @@ def test_bad_request_is_400_naming_the_field(
     ids=["input-number", "image-url-string", "stop-number", "input-empty"],
 )
 def test_400_names_the_field_the_client_sent(
-    gateway: GatewayServer, path: str, body: dict, param: str, message: str
+    gateway: GatewayServer, path: str, body: dict[str, Any], param: str, message: str
 ) -> None:
     response = httpx.post(f"{gateway.url}/v1/{path}", json=body)
 
@@ -203,7 +205,7 @@ def test_dropped_upstream_connection_is_502(
     assert_error(post(gateway, chat()), 502, "upstream_error", None)
 
 
-def test_upstream_timeout_is_504(gateway: GatewayServer, fakes: dict) -> None:
+def test_upstream_timeout_is_504(gateway: GatewayServer, fakes: dict[str, FakeUpstream]) -> None:
     fakes["deepseek"].script(Reply.of_text("late", delay=2.5))
     error = assert_error(post(gateway, chat(model="deepseek-agent")), 504, "upstream_error", None)
     assert error["code"] == "upstream_timeout"
@@ -377,7 +379,7 @@ def test_user_ids_longer_than_storage_allows_are_400(gateway: GatewayServer) -> 
     ids=["null-message", "tool-call-without-id", "usage-not-a-number"],
 )
 def test_unreadable_upstream_reply_is_502(
-    gateway: GatewayServer, openai_fake: OpenAIUpstream, body: dict
+    gateway: GatewayServer, openai_fake: OpenAIUpstream, body: dict[str, Any]
 ) -> None:
     openai_fake.script(Reply(raw_body=body))
     error = assert_error(post(gateway, chat()), 502, "upstream_error", None)

@@ -89,7 +89,7 @@ def client(server: GatewayServer) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0)
 
 
-def rows(server: GatewayServer, query: str, *parameters: Any) -> list[tuple]:
+def rows(server: GatewayServer, query: str, *parameters: Any) -> list[tuple[Any, ...]]:
     with sqlite3.connect(server.workdir / "gateway.sqlite3") as database:
         return database.execute(query, parameters).fetchall()
 

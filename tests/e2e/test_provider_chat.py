@@ -5,6 +5,7 @@ wire-format fake, and checks both what the client got and what the fake received
 """
 
 import json
+from typing import Any
 
 import openai
 import pytest
@@ -203,19 +204,19 @@ def test_stored_history_is_inserted_between_system_and_new_messages(
     ]
 
 
-def _anthropic(error_type: str, message: str) -> dict:
+def _anthropic(error_type: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": message}}
 
 
-def _google(code: int, status: str, message: str, *details: dict) -> dict:
+def _google(code: int, status: str, message: str, *details: dict[str, Any]) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "status": status, "details": list(details)}}
 
 
-def _cohere(message: str) -> dict:
+def _cohere(message: str) -> dict[str, Any]:
     return {"id": "fake-error", "message": message}
 
 
-def _openai(error_type: str, message: str) -> dict:
+def _openai(error_type: str, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": error_type, "param": None, "code": None}}
 
 
@@ -224,7 +225,7 @@ GOOGLE_RETRY = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay
 GOOGLE_BAD_KEY = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}
 # Real error bodies per wire format (status, body, headers). "{key}" stands for the
 # gateway's key, echoed back as some providers do when they reject one.
-UPSTREAM_ERRORS: dict[str, dict[str, tuple[int, dict, dict]]] = {
+UPSTREAM_ERRORS: dict[str, dict[str, tuple[int, dict[str, Any], dict[str, str]]]] = {
     "openai": {
         "rate_limit": (429, _openai("requests", "Rate limit reached"), RETRY_17),
         "overload": (503, _openai("server_error", "The engine is currently overloaded"), {}),

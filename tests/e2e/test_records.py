@@ -6,6 +6,7 @@ import sqlite3
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -29,7 +30,7 @@ def test_records_of_a_burst_survive_sigterm(
         return index % 4 == 1
 
     def ask(index: int) -> int:
-        body: dict = {
+        body: dict[str, Any] = {
             "model": "stateless-agent" if stateless(index) else "openai-agent",
             "messages": [{"role": "user", "content": f"question {index}"}],
             "safety_identifier": users[index % len(users)],

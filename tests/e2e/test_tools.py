@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageParam
 
 from tests.fakes.base import FakeUpstream, Reply
 from tests.fakes.gemini_upstream import thought_signature
@@ -27,7 +28,7 @@ from tests.upstreams import FAKE_CLASSES, api_key_of, fake_base_url, sent_tool_c
 
 KINDS = list(FAKE_CLASSES)
 JSON = {"Accept": "application/json"}
-WEATHER = {
+WEATHER: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "get_weather",
@@ -128,6 +129,7 @@ def test_tool_results_go_back_to_the_provider_in_its_format(
         Reply.of_tool_calls(("get_weather", {"city": "Paris"})), Reply.of_text("It is 21 °C.")
     )
     question = {"role": "user", "content": "Weather in Paris?"}
+    assistant: ChatCompletionMessage
     if stream:
         with client.chat.completions.stream(
             model=f"{kind}-agent", messages=[question], tools=[WEATHER], safety_identifier=user_id
@@ -252,7 +254,7 @@ def test_anthropic_thinking_goes_back_with_a_client_tool_round(
         Reply.of_tool_calls(("get_weather", {"city": "Oslo"}), thinking=THINKING["thinking"]),
         Reply.of_text("Cold in Oslo."),
     )
-    question = [{"role": "user", "content": "Weather in Oslo?"}]
+    question: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Weather in Oslo?"}]
     options: dict[str, Any] = {
         "model": "anthropic-agent",
         "tools": [WEATHER],

@@ -115,9 +115,12 @@ class AnthropicUpstream(FakeUpstream):
         if reply.error_body is not None:
             yield _event("error", {"error": reply.error_body})
             return
-        delta = {"stop_reason": _stop_reason(reply, forced is not None), "stop_sequence": None}
+        stop: dict[str, Any] = {  # not "delta": the loop above names its items so
+            "stop_reason": _stop_reason(reply, forced is not None),
+            "stop_sequence": None,
+        }
         usage = {"output_tokens": reply.completion_tokens}
-        yield _event("message_delta", {"delta": delta, "usage": usage})
+        yield _event("message_delta", {"delta": stop, "usage": usage})
         yield _event("message_stop", {})
 
     def render_error(self, reply: Reply) -> Any:

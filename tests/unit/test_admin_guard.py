@@ -52,6 +52,7 @@ def test_django_server_error_on_admin_is_rendered_as_an_error_object() -> None:
     response = async_to_sync(HtmxMiddleware(AdminErrorMiddleware(crashed)))(request)
 
     assert response.status_code == 500
+    assert isinstance(response, HttpResponse)
     assert json.loads(response.content)["error"]["code"] == "internal"
 
 
@@ -63,7 +64,7 @@ def test_django_csrf_failure_view_is_the_admin_403_page(tmp_path: Path) -> None:
     holder = ConfigHolder(config)
     holder.reload()
     request = RequestFactory().post("/elsewhere", {"a": "b"}, HTTP_ACCEPT="text/html")
-    request.runtime = SimpleNamespace(holder=holder)
+    request.runtime = SimpleNamespace(holder=holder)  # type: ignore[attr-defined]
     HtmxMiddleware(lambda request: HttpResponse())(request)
 
     response = CsrfViewMiddleware(lambda request: HttpResponse()).process_view(

@@ -5,9 +5,11 @@ service's format under tests/configs.
 """
 
 import difflib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from ruamel.yaml.comments import CommentedMap
 
 from agents import masking
 from agents.yamldoc import (
@@ -26,7 +28,7 @@ EXAMPLE = ORIGINAL_EXAMPLE
 TEMPLATE = ORIGINAL_STARTER
 
 
-def edited(path: Path, edit) -> str:
+def edited(path: Path, edit: Callable[[CommentedMap], None]) -> str:
     """The unified diff (no header) that ``edit`` of the round-trip document makes."""
     text = path.read_text()
     document = Document(text)
@@ -115,7 +117,7 @@ def test_new_section_goes_above_the_trailing_comment_sections() -> None:
 
 
 def test_merge_changes_only_the_changed_lines_and_keeps_aligned_values() -> None:
-    def edit(root) -> None:
+    def edit(root: CommentedMap) -> None:
         judge = dict(parse(EXAMPLE.read_text())["judges"][0], model="gpt-4.1-mini")
         merge(root["judges"][0], judge, root["judges"], 0)
 
@@ -143,7 +145,7 @@ def test_merge_multi_line_preamble_becomes_a_literal_block_before_the_blank_line
 
 
 def test_merge_block_preamble_to_one_line_keeps_the_comment_after_it() -> None:
-    def edit(root) -> None:
+    def edit(root: CommentedMap) -> None:
         agent = dict(parse(EXAMPLE.read_text())["agents"][3], preamble="Review code.")
         merge(root["agents"][3], agent, root["agents"], 3)
 

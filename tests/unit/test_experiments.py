@@ -6,6 +6,7 @@ requests."""
 import random
 from collections import Counter
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -24,7 +25,7 @@ from inference.routing.experiments import (
 )
 
 
-def config_with(*experiments: dict) -> Config:
+def config_with(*experiments: dict[str, Any]) -> Config:
     return load_config_data(
         {
             "providers": {"openai": {"api_key": "k"}},

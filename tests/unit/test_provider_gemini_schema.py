@@ -1,5 +1,7 @@
 """JSON Schema → Gemini ``responseSchema``, and the fallback when it cannot be converted."""
 
+from typing import Any
+
 import pytest
 
 from inference.providers.gemini_format import encode_request
@@ -45,11 +47,11 @@ def test_nested_schema_converts_with_upper_case_types_and_drops_unknown_keys() -
         {"type": "object", "properties": {"a": {"const": "x"}}},
     ],
 )
-def test_schemas_the_subset_cannot_carry_are_not_converted(schema: dict) -> None:
+def test_schemas_the_subset_cannot_carry_are_not_converted(schema: dict[str, Any]) -> None:
     assert to_gemini_schema(schema) is None
 
 
-def _generation_config(response_format: ResponseFormat) -> dict:
+def _generation_config(response_format: ResponseFormat) -> dict[str, Any]:
     request = ChatRequest(
         model="m", system="", messages=(Message("user", "x"),), response_format=response_format
     )
