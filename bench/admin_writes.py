@@ -1,11 +1,15 @@
-"""Admin write latency on a 200-line config, against a plain ruamel round trip.
+"""Admin write latency against a plain ruamel round trip, on a 200-line config and on a
+large one.
 
 Starts a gateway (daphne, SQLite) on a 200-line config in the original format, updates
 one agent through ``PUT /admin/agents/{name}`` again and again (each write: lock, read,
 edit, validate, write, revision, reload), and times a plain ruamel.yaml load + dump of
-the same file in the same run. Prints the medians and their ratio last.
+the same file in the same run; then the same on the config with a long block scalar
+added (``--large-kb``, many alike lines: the shape that once made a write quadratic).
+Prints the medians and their ratios; the ratio staying flat as the file grows is the
+write path staying linear.
 
-    .venv/bin/python -m bench.admin_writes [--writes 40]
+    .venv/bin/python -m bench.admin_writes [--writes 40] [--large-kb 400]
 """
 
 import argparse
@@ -62,11 +66,23 @@ def write_ms(server: GatewayServer, writes: int) -> list[float]:
     return timings
 
 
+def large_config_text(kilobytes: int) -> str:
+    """The 200-line config with an agent whose preamble is ``kilobytes`` of alike lines."""
+    lines = "\n".join(["      A line of the runbook."] * (kilobytes * 1024 // 30))
+    agent = f"  - name: runbook\n    provider: openai\n    model: m\n    preamble: |\n{lines}\n"
+    return config_text().replace("\nagents:\n", f"\nagents:\n{agent}", 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--writes", type=int, default=40)
-    writes = parser.parse_args().writes
-    text = config_text()
+    parser.add_argument("--large-kb", type=int, default=400)
+    arguments = parser.parse_args()
+    measure(config_text(), arguments.writes)
+    measure(large_config_text(arguments.large_kb), max(5, arguments.writes // 8))
+
+
+def measure(text: str, writes: int) -> None:
     with tempfile.TemporaryDirectory() as workdir:
         server = GatewayServer(Path(workdir), text).start()
         try:
@@ -76,13 +92,17 @@ def main() -> None:
             server.stop()
     baseline = round_trip_ms(text, writes)
     median = statistics.median(timings)
-    print(f"config: {len(text.splitlines())} lines; {writes} writes through PUT /admin/agents/…")
+    print(
+        f"config: {len(text.splitlines())} lines, {len(text) // 1024} KB; "
+        f"{writes} writes through PUT /admin/agents/…"
+    )
     print(f"ruamel round trip (load + dump) of the file: median {baseline:.1f} ms")
     print(
         f"admin write: median {median:.1f} ms, worst {max(timings):.1f} ms "
         f"(target under {TARGET_MS:.0f} ms)"
     )
     print(f"ratio admin write / round trip: {median / baseline:.2f}")
+    print(f"admin write per 100 KB of file: {median / (len(text) / 102400):.1f} ms\n")
 
 
 if __name__ == "__main__":
