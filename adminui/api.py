@@ -7,7 +7,7 @@ from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
 from adminui.context import AdminRequest
-from adminui.editing import config_file, mcp_state, revisions
+from adminui.editing import config_file, mcp_state, provider_state, revisions
 from adminui.editing.collections import ItemDetails, collection_router
 from adminui.records import live, overview, scores
 from adminui.rendering.bodies import AdminParser, BodyError
@@ -53,7 +53,9 @@ experiment_details = ItemDetails("adminui/_experiment_results.html", scores.expe
 experiments_router = collection_router(EXPERIMENTS, EXPERIMENTS.schema, details=experiment_details)
 scores.add_stats_route(experiments_router)
 api.add_router("/experiments", experiments_router)
-api.add_router("/providers", collection_router(PROVIDERS, ProviderCreate))
+providers_router = collection_router(PROVIDERS, ProviderCreate, states=provider_state.summaries)
+provider_state.add_state_route(providers_router)
+api.add_router("/providers", providers_router)
 mcp_router = collection_router(MCP, McpServerCreate, states=mcp_state.summaries)
 mcp_state.add_state_route(mcp_router)
 api.add_router("/mcp", mcp_router)

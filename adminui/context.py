@@ -8,13 +8,14 @@ from django_htmx.middleware import HtmxDetails
 from agents.schema import AuthScope
 from agents.snapshot import ConfigHolder
 from core.requestlog import RequestLog
-from inference.status import McpServerStatus
+from inference.status import DeploymentStatus, McpServerStatus
 
 
 class AdminRuntime(Protocol):
     holder: ConfigHolder
 
     def mcp_status(self) -> list[McpServerStatus]: ...
+    def deployment_status(self) -> list[DeploymentStatus]: ...
 
 
 class AdminRequest(HttpRequest):

@@ -4,11 +4,11 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.schema import McpServerConfig, ProviderConfig, ProviderKind
+from agents.schema import McpServerConfig, ProviderConfig
 
 
 class ProviderCreate(ProviderConfig):
-    kind: ProviderKind = Field(description="The provider kind: the key under `providers`.")
+    name: str = Field(description="The provider's name: the key under `providers`.")
 
 
 class McpServerCreate(McpServerConfig):

@@ -20,8 +20,8 @@ class Resource:
     schema: type[BaseModel]
     title: str  # the collection's name in headings ("MCP servers")
     singular: str
-    key_field: str  # "name" (inside each entry of a list) or "kind"/"name" (the map's key)
-    is_list: bool  # a list of entries carrying their name, or a map keyed by kind/name
+    key_field: str  # "name": inside each entry of a list, or the map's key
+    is_list: bool  # a list of entries carrying their name, or a map keyed by name
     namespace: tuple[str, ...] = ()  # sections whose names must not collide with this one's
 
     def entries(self, data: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -51,7 +51,7 @@ EXPERIMENTS = Resource(
     ("agents", "experiments"),
 )
 PROVIDERS = Resource(
-    "providers", ProviderConfig, "Providers", "provider", "kind", False, ("providers",)
+    "providers", ProviderConfig, "Providers", "provider", "name", False, ("providers",)
 )
 MCP = Resource("mcp", McpServerConfig, "MCP servers", "MCP server", "name", False, ("mcp",))
 

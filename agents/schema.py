@@ -19,14 +19,57 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
+class Finite(Section):
+    """A section whose numbers must be finite (``.inf`` and ``.nan`` are refused)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
+class RetryConfig(Finite):
+    """Our extension: how a failed upstream call is tried again (docs/resilience.md)."""
+
+    attempts: int = Field(default=2, ge=0, description="Retries after the first try.")
+    backoff: float = Field(default=0.5, ge=0, description="Seconds of the first retry's wait.")
+    max_backoff: float = Field(default=8, ge=0, description="The longest wait between tries.")
+    max_retry_after: float = Field(
+        default=30, ge=0, description="The longest upstream Retry-After the gateway waits for."
+    )
+
+
+class TimeoutConfig(Finite):
+    """Our extension: seconds an upstream call may take, by phase."""
+
+    connect: float = Field(default=5, gt=0)
+    first_byte: float = Field(default=60, gt=0)
+    idle: float = Field(default=60, gt=0, description="The longest gap between stream events.")
+    total: float = Field(default=600, gt=0)
+
+
+class CircuitConfig(Finite):
+    """Our extension: when a failing deployment is skipped for a while (0 failures: never)."""
+
+    failures: int = Field(default=5, ge=0)
+    cooldown: float = Field(default=30, ge=0)
+
+
 class ProviderConfig(Section):
+    kind: ProviderKind | None = Field(
+        default=None, description="Our extension: the wire format; defaults to the name."
+    )
     api_key: str = ""
     base_url: str | None = Field(
         default=None, description="Our extension: overrides the provider's public endpoint."
     )
-    timeout: float = Field(
-        default=120.0, gt=0, description="Our extension: seconds before an upstream call is 504."
-    )
+    # A plain number (the form configs already use) is the total; checked in validation.
+    timeout: float | TimeoutConfig = TimeoutConfig()
+    retries: RetryConfig = RetryConfig()
+    circuit: CircuitConfig = CircuitConfig()
+
+    @property
+    def timeouts(self) -> TimeoutConfig:
+        if isinstance(self.timeout, TimeoutConfig):
+            return self.timeout
+        return TimeoutConfig(total=self.timeout)
 
 
 class McpToolsRef(Section):
@@ -34,10 +77,30 @@ class McpToolsRef(Section):
     only: list[str] | None = None
 
 
-class AgentConfig(Section):
-    name: str
+class DeploymentConfig(Finite):
     provider: str
     model: str
+    weight: float = Field(default=1, gt=0)
+
+
+class FallbackConfig(Section):
+    provider: str
+    model: str
+
+
+class Served(Section):
+    """An agent's or judge's upstream: its own provider and model, the deployments that
+    share its load, the fallbacks tried when they all fail (docs/resilience.md)."""
+
+    provider: str
+    model: str
+    weight: float = Field(default=1, gt=0, allow_inf_nan=False)
+    deployments: list[DeploymentConfig] = []
+    fallbacks: list[FallbackConfig] = []
+
+
+class AgentConfig(Served):
+    name: str
     preamble: str = ""
     purpose: str | None = None
     judges: list[str] = []
@@ -48,10 +111,8 @@ class AgentConfig(Section):
     )
 
 
-class JudgeConfig(Section):
+class JudgeConfig(Served):
     name: str
-    provider: str
-    model: str
     sampling_rate: float = 1.0
     rubrics: dict[str, str]
 
@@ -151,6 +212,10 @@ class Config(Section):
     def admin_auth(self) -> AuthScope | None:
         """Who may use the admin (None: loopback clients only)."""
         return self.auth.admin if self.auth is not None else None
+
+    def provider_kind(self, name: str) -> str:
+        """The wire format of the provider called ``name`` (its ``kind``, else its name)."""
+        return self.providers[name].kind or name
 
     def agent(self, name: str) -> AgentConfig | None:
         return next((agent for agent in self.agents if agent.name == name), None)

@@ -78,17 +78,40 @@ def _check_names(config: Config) -> Iterator[str]:
 
 
 def _check_providers(config: Config) -> Iterator[str]:
-    for kind in config.providers:
-        if kind not in PROVIDER_KINDS:
-            yield f"providers.{kind}: unknown provider kind (expected one of {', '.join(PROVIDER_KINDS)})"
+    kinds = ", ".join(PROVIDER_KINDS)
+    for name, provider in config.providers.items():
+        if not NAME_PATTERN.fullmatch(name):
+            yield f"providers.{name}: {name!r} is not a valid name ({_NAME_RULE})"
+        elif provider.kind is None and name not in PROVIDER_KINDS:
+            yield (
+                f"providers.{name}: '{name}' is not a provider kind, so the provider needs "
+                f"kind: (one of {kinds})"
+            )
+        timeout = provider.timeout
+        if isinstance(timeout, float) and not (math.isfinite(timeout) and timeout > 0):
+            yield f"providers.{name}.timeout: must be a finite number greater than 0, got {timeout}"
     served: tuple[tuple[str, Sequence[AgentConfig | JudgeConfig]], ...] = (
         ("agents", config.agents),
         ("judges", config.judges),
     )
     for section, items in served:
         for index, item in enumerate(items):
-            if item.provider not in config.providers:
-                yield f"{section}[{index}].provider: provider '{item.provider}' is not configured"
+            upstreams = [
+                ("provider", item.provider),
+                *(
+                    (f"deployments[{position}].provider", deployment.provider)
+                    for position, deployment in enumerate(item.deployments)
+                ),
+                *(
+                    (f"fallbacks[{position}].provider", fallback.provider)
+                    for position, fallback in enumerate(item.fallbacks)
+                ),
+            ]
+            for field, provider_name in upstreams:
+                if provider_name not in config.providers:
+                    yield (
+                        f"{section}[{index}].{field}: provider '{provider_name}' is not configured"
+                    )
 
 
 def _check_agents(config: Config) -> Iterator[str]:

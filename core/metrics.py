@@ -5,7 +5,7 @@ Under ``serve --workers`` every worker writes its samples to files in
 variable is set before this module is imported) and ``/metrics`` adds them up.
 """
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from core.paths import is_v1_path
 from core.requestlog import RequestLog
@@ -35,6 +35,18 @@ UPSTREAM_ERRORS = Counter(
     "gateway_upstream_errors",
     "Requests that failed because of an upstream provider, by provider and error code",
     ["provider", "code"],
+)
+UPSTREAM_ATTEMPTS = Counter(
+    "gateway_upstream_attempts",
+    "Upstream calls, retries and fallbacks included, by provider name, model and outcome "
+    "(ok, or the error code)",
+    ["provider", "model", "outcome"],
+)
+CIRCUIT_OPEN = Gauge(
+    "gateway_circuit_open",
+    "1 while a deployment's circuit breaker is open (in any live worker)",
+    ["provider", "model"],
+    multiprocess_mode="livemax",
 )
 BUDGET_REFUSALS = Counter("gateway_budget_refusals", "Requests refused by a token budget")
 JUDGE_SCORES = Histogram(
@@ -66,3 +78,11 @@ def observe_request(log: RequestLog) -> None:
 def observe_judge_scores(judge: str, agent: str, scores: dict[str, float]) -> None:
     for criterion, score in scores.items():
         JUDGE_SCORES.labels(judge, agent, criterion).observe(score)
+
+
+def observe_attempt(provider: str, model: str, outcome: str) -> None:
+    UPSTREAM_ATTEMPTS.labels(provider, model, outcome).inc()
+
+
+def observe_circuit(provider: str, model: str, *, opened: bool) -> None:
+    CIRCUIT_OPEN.labels(provider, model).set(1 if opened else 0)

@@ -1,7 +1,7 @@
 """One structured log line per request: the fields the request code fills in as it goes."""
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from core.logformat import log_event
 
@@ -17,7 +17,8 @@ class RequestLog:
     agent: str = ""
     experiment: str = ""
     variant: str = ""
-    provider: str = ""
+    provider: str = ""  # the provider (name) that answered
+    upstream: str = ""  # <provider>/<model> that answered the final model call
     stream: bool = False
     tokens: int = 0
     prompt_tokens: int = 0
@@ -26,6 +27,8 @@ class RequestLog:
     error: str = ""
     latency_ms: float = 0.0
     overhead_ms: float = 0.0  # latency_ms less the time spent waiting on providers
+    # Every upstream attempt of the turn: provider, model, status, ms.
+    attempts: list[dict[str, object]] = field(default_factory=list)
 
     def emit(self) -> None:
         """Write the request's log line."""

@@ -17,7 +17,7 @@ from agents.snapshot import ConfigHolder, Snapshot
 from agents.watcher import ConfigWatcher
 from core.logformat import log_event
 from inference.engine import Engine
-from inference.status import McpServerStatus
+from inference.status import DeploymentStatus, McpServerStatus
 
 logger = logging.getLogger("gateway.config")
 
@@ -50,6 +50,10 @@ class Runtime:
 
     def mcp_status(self) -> list[McpServerStatus]:
         return self.engine.mcp.status()
+
+    def deployment_status(self) -> list[DeploymentStatus]:
+        config = self.holder.config
+        return self.engine.circuits.status(config) if config is not None else []
 
     def _config_applied(self, snapshot: Snapshot) -> None:
         self.recorder.notify(snapshot)

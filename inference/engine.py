@@ -12,12 +12,14 @@ from agents.schema import Config
 from inference.background import BackgroundTasks
 from inference.ledger.writer import RecordWriter
 from inference.providers.registry import ProviderClients
+from inference.routing.circuits import Circuits
 from inference.tools.mcp import McpHub
 
 
 class Engine:
     def __init__(self) -> None:
         self.providers = ProviderClients()
+        self.circuits = Circuits()  # every deployment's, shared by the process's requests
         self.mcp = McpHub()
         self.background = BackgroundTasks()
         self.writer = RecordWriter()

@@ -24,7 +24,11 @@ class LedgerEntry(models.Model):
     agent = models.CharField(max_length=255)
     experiment = models.CharField(max_length=255, blank=True, default="")
     variant = models.CharField(max_length=255, blank=True, default="")
-    provider = models.CharField(max_length=32)
+    provider = models.CharField(max_length=64)  # the provider's name that answered
+    # The upstream model that answered, and the turn's upstream attempts (retries and
+    # fallbacks included).
+    model = models.CharField(max_length=255, blank=True, default="", db_default="")
+    attempts = models.PositiveIntegerField(default=1, db_default=1)
     completion_id = models.CharField(max_length=64)
     prompt_tokens = models.PositiveIntegerField()
     completion_tokens = models.PositiveIntegerField()

@@ -23,3 +23,23 @@ class McpServerStatus:
         if self.state == "connecting":
             return "connecting"
         return f"unavailable: {self.last_error}"
+
+
+CircuitState = Literal["closed", "open", "half-open"]
+
+
+@dataclass(frozen=True)
+class DeploymentStatus:
+    """One deployment's circuit breaker, as this process sees it."""
+
+    provider: str
+    model: str
+    state: CircuitState
+    failures: int  # consecutive retryable failures
+    opened: datetime | None  # when the circuit last opened (None while closed)
+
+    @property
+    def summary(self) -> str:
+        if self.state == "closed":
+            return "healthy" if not self.failures else f"healthy ({self.failures} failed)"
+        return self.state

@@ -75,11 +75,14 @@ def _parts_text(parts: list[dict[str, Any]]) -> str:
 
 
 def shared_config(upstreams: dict[str, FakeUpstream]) -> str:
+    """One agent per provider kind. Calls are not tried again (``retries.attempts: 0``), so
+    a failure a test scripts is the one the client sees; test_resilience tries again."""
     lines = ["providers:"]
     for kind, fake in upstreams.items():
         timeout = PROVIDER_TIMEOUTS.get(kind, 10.0)
         lines.append(
-            f"  {kind}: {{api_key: {api_key_of(kind)}, base_url: '{fake_base_url(fake)}', timeout: {timeout}}}"
+            f"  {kind}: {{api_key: {api_key_of(kind)}, base_url: '{fake_base_url(fake)}', "
+            f"timeout: {timeout}, retries: {{attempts: 0}}}}"
         )
     lines.append("agents:")
     for kind in upstreams:

@@ -32,7 +32,7 @@ class YamlField(forms.CharField):
 
     widget = forms.Textarea(attrs={"rows": 4, "class": "code", "spellcheck": "false"})
 
-    def __init__(self, *, expects: type, **kwargs: Any) -> None:
+    def __init__(self, *, expects: type | tuple[type, ...], **kwargs: Any) -> None:
         self.expects = expects
         super().__init__(required=False, strip=False, **kwargs)
 
@@ -44,8 +44,14 @@ class YamlField(forms.CharField):
             data = parse(text)
         except YAMLError as error:
             raise forms.ValidationError(f"Not valid YAML: {describe_yaml_error(error)}") from error
-        if not isinstance(data, self.expects):
-            kind = "list" if self.expects is list else "mapping"
+        if isinstance(data, bool) or not isinstance(data, self.expects):
+            kind = (
+                "list"
+                if self.expects is list
+                else "mapping"
+                if self.expects is dict
+                else "mapping or a number"
+            )
             raise forms.ValidationError(f"Write a YAML {kind}.")
         return data
 
@@ -53,6 +59,12 @@ class YamlField(forms.CharField):
         if isinstance(value, (list, dict)):
             return dump_yaml(value) if value else ""
         return value
+
+
+def _upstreams(example: str) -> YamlField:
+    return YamlField(
+        expects=list, help_text=f"YAML list, e.g. “- {{{example}}}” (docs: resilience)."
+    )
 
 
 class LinesField(forms.CharField):
@@ -184,6 +196,8 @@ class AgentForm(ResourceForm):
         label="MCP tools",
         help_text="YAML list, e.g. “- server: docs” or “- {server: files, only: [read_file]}”.",
     )
+    deployments = _upstreams("provider: openai-eu, model: gpt-4.1-mini, weight: 1")
+    fallbacks = _upstreams("provider: anthropic, model: claude-haiku-4-5")
 
 
 class JudgeForm(ResourceForm):
@@ -199,6 +213,8 @@ class JudgeForm(ResourceForm):
         expects=dict,
         help_text="YAML mapping of criterion to what to assess, e.g. “accuracy: Factual accuracy.”",
     )
+    deployments = _upstreams("provider: openai-eu, model: gpt-4.1-mini, weight: 1")
+    fallbacks = _upstreams("provider: anthropic, model: claude-haiku-4-5")
 
 
 class ExperimentForm(ResourceForm):
@@ -231,14 +247,33 @@ class ExperimentForm(ResourceForm):
 class ProviderForm(ResourceForm):
     resource = PROVIDERS
 
-    kind = forms.ChoiceField(choices=[(kind, kind) for kind in PROVIDER_KINDS])
+    name = forms.CharField(
+        max_length=64, help_text="How agents name it; a provider kind, or any name with a kind."
+    )
+    kind = forms.ChoiceField(
+        required=False,
+        choices=[("", "— the name —")] + [(kind, kind) for kind in PROVIDER_KINDS],
+        help_text="The wire format; leave it for a provider named after its kind.",
+    )
     api_key = _text(
         label="API key",
         help_text="Shown masked; leave the masked value to keep the stored key. "
         "${NAME} reads an environment variable.",
     )
     base_url = _text(label="Base URL", help_text="Optional: overrides the public endpoint.")
-    timeout = forms.FloatField(required=False, help_text="Seconds (default 120).")
+    timeout = YamlField(
+        expects=(dict, int, float),
+        help_text="Seconds for the whole call, or a YAML mapping of connect, first_byte, idle, "
+        "total (defaults 5, 60, 60, 600).",
+    )
+    retries = YamlField(
+        expects=dict,
+        help_text="YAML mapping of attempts, backoff, max_backoff, max_retry_after "
+        "(defaults 2, 0.5, 8, 30).",
+    )
+    circuit = YamlField(
+        expects=dict, help_text="YAML mapping of failures, cooldown (defaults 5, 30)."
+    )
 
 
 class McpServerForm(ResourceForm):

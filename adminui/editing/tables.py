@@ -12,7 +12,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "agents": ("provider", "model", "judges", "subagents"),
     "judges": ("provider", "model", "sampling_rate", "rubrics"),
     "experiments": ("strategy", "variants"),
-    "providers": ("api_key", "base_url"),
+    "providers": ("kind", "api_key", "base_url"),
     "mcp": ("transport", "command", "url"),
 }
 

@@ -35,11 +35,16 @@ async def serve(
     turn = await prepare_turn(client, config, engine, request.log, id_prefix=id_prefix)
     runner = TurnRunner(config, engine, request.log)
     header = ReplyHeader(turn.completion_id, turn.created, turn.requested_model, turn.include_usage)
+    response: HttpResponseBase
     if client.stream:
         events = await runner.open_stream(turn)
-        return event_stream(_frames(reply.stream(header), events, header))
-    answer = await runner.complete(turn)
-    return json_response(reply.body(header, answer))
+        response = event_stream(_frames(reply.stream(header), events, header))
+    else:
+        answer = await runner.complete(turn)
+        response = json_response(reply.body(header, answer))
+    for name, value in runner.upstream_headers().items():
+        response[name] = value
+    return response
 
 
 async def _frames(

@@ -71,7 +71,7 @@ class AnthropicProvider(Provider):
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         body = await self.post_json(self.url, encode_request(request, stream=False))
         if not isinstance(body.get("content"), list):
-            raise ProviderError(502, f"{self.kind} returned a reply without content")
+            raise ProviderError(502, f"{self.name} returned a reply without content")
         text: list[str] = []
         calls: list[ToolCall] = []
         reasoning: list[dict[str, Any]] = []
@@ -114,7 +114,7 @@ class AnthropicProvider(Provider):
             return self.overloaded(detail)
         if error_type == "rate_limit_error":
             return self.rate_limited(detail, None)
-        return ProviderError(502, f"{self.kind} failed mid-stream: {detail}")
+        return ProviderError(502, f"{self.name} failed mid-stream: {detail}", retryable=True)
 
 
 def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """What every wire-format module shares: HTTP calls, SSE reading and error mapping."""
 
+import asyncio
 import json
 import math
+import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack, aclosing
 from typing import Any
@@ -15,12 +17,24 @@ from core.upstreamclock import upstream_wait
 from inference.providers.toolnames import ToolNameRule
 from inference.providers.types import ChatRequest, ChatResponse, Finish, StreamEvent, Usage
 
+# Upstream statuses worth another try: the request may succeed as it is a moment later.
+RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+# How the providers say a prompt does not fit the model (OpenAI's code, Anthropic's
+# "prompt is too long", Gemini's and Cohere's token counts): another model may take it.
+_CONTEXT_TOO_LONG = re.compile(
+    r"context_length_exceeded|context length|context window|prompt is too long|"
+    r"too many tokens|maximum number of tokens|input token count|maximum context",
+    re.IGNORECASE,
+)
+
 
 class ProviderError(Exception):
     """An upstream failure, already phrased as the OpenAI-style error the client gets.
 
     ``usage`` is what the failed call had already spent (e.g. replies that never
-    validated), so it can still be billed.
+    validated), so it can still be billed. ``retryable``: another try (of this or another
+    deployment) may succeed; ``context_too_long``: the prompt does not fit this model, so
+    a fallback is tried at once. ``retry_after``: the upstream's wait, in seconds.
     """
 
     def __init__(
@@ -28,9 +42,12 @@ class ProviderError(Exception):
         status: int,
         message: str,
         code: str = "upstream_error",
-        retry_after: int | None = None,
+        retry_after: float | None = None,
         error_type: str = "upstream_error",
         usage: Usage | None = None,
+        *,
+        retryable: bool = False,
+        context_too_long: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -39,6 +56,8 @@ class ProviderError(Exception):
         self.retry_after = retry_after
         self.error_type = error_type
         self.usage = usage or Usage()
+        self.retryable = retryable
+        self.context_too_long = context_too_long
 
 
 # What decoding a provider's JSON raises when a field is missing or has the wrong type.
@@ -46,16 +65,25 @@ _UNREADABLE = (KeyError, IndexError, TypeError, ValueError, AttributeError)
 
 
 class Provider:
-    """One wire format. Subclasses implement ``complete_once`` and ``stream_events``."""
+    """One configured provider, speaking one wire format. Subclasses implement
+    ``complete_once`` and ``stream_events``.
+
+    Each call is timed by phase (``providers.<name>.timeout``): connecting, the first byte
+    of the response, the gap between two stream events, and the call as a whole."""
 
     default_base_urls: dict[str, str] = {}
     tool_names: ToolNameRule
 
-    def __init__(self, kind: str, client: httpx.AsyncClient, settings: ProviderConfig) -> None:
+    def __init__(
+        self, name: str, kind: str, client: httpx.AsyncClient, settings: ProviderConfig
+    ) -> None:
+        self.name = name
         self.kind = kind
         self.client = client
         self.settings = settings
         self.base_url = (settings.base_url or self.default_base_urls[kind]).rstrip("/")
+        self.timeouts = settings.timeouts
+        self._http_timeout = httpx.Timeout(None, connect=self.timeouts.connect)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """The whole reply; one the module cannot read is a 502, not a crash."""
@@ -75,7 +103,9 @@ class Provider:
         except _UNREADABLE as error:
             raise self._unreadable(error) from error
         if not finished:
-            raise ProviderError(502, f"{self.kind} ended the stream before the reply was complete")
+            raise ProviderError(
+                502, f"{self.name} ended the stream before the reply was complete", retryable=True
+            )
 
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         raise NotImplementedError
@@ -85,7 +115,7 @@ class Provider:
 
     def _unreadable(self, error: Exception) -> ProviderError:
         return ProviderError(
-            502, f"{self.kind} sent a reply the gateway cannot read ({type(error).__name__})"
+            502, f"{self.name} sent a reply the gateway cannot read ({type(error).__name__})"
         )
 
     def headers(self) -> dict[str, str]:
@@ -94,23 +124,50 @@ class Provider:
     def _json_headers(self) -> dict[str, str]:
         return {**self.headers(), "Content-Type": "application/json"}
 
+    def _request(self, url: str, body: dict[str, Any]) -> httpx.Request:
+        return self.client.build_request(
+            "POST",
+            url,
+            content=fastjson.dumps(body),
+            headers=self._json_headers(),
+            timeout=self._http_timeout,
+        )
+
+    async def _response(self, request: httpx.Request, end: float) -> httpx.Response:
+        """The upstream's response, its body still to read; a failure status raised."""
+        until, phase = self._until(end, self.timeouts.first_byte, "first_byte")
+        try:
+            async with asyncio.timeout_at(until):
+                response = await self.client.send(request, stream=True)
+                if response.status_code >= 400:
+                    try:
+                        text = (await response.aread()).decode(errors="replace")
+                    finally:
+                        await response.aclose()
+                    raise self.failed(response.status_code, text, response.headers)
+        except TimeoutError:
+            raise self._timed_out(phase) from None
+        return response
+
     async def post_json(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
+        end = asyncio.get_running_loop().time() + self.timeouts.total
         try:
             with upstream_wait():
-                response = await self.client.post(
-                    url,
-                    content=fastjson.dumps(body),
-                    headers=self._json_headers(),
-                    timeout=self.settings.timeout,
-                )
+                response = await self._response(self._request(url, body), end)
+                until, phase = self._until(end, self.timeouts.idle, "idle")
+                try:
+                    async with asyncio.timeout_at(until):
+                        content = await response.aread()
+                except TimeoutError:
+                    raise self._timed_out(phase) from None
+                finally:
+                    await response.aclose()
         except httpx.HTTPError as error:
             raise self._transport_error(error) from error
-        if response.status_code >= 400:
-            raise self.status_error(response.status_code, response.text, response.headers)
         try:
-            data: dict[str, Any] = fastjson.loads(response.content)  # an object, by the API
+            data: dict[str, Any] = fastjson.loads(content)  # an object, by the API
         except ValueError as error:
-            raise ProviderError(502, f"{self.kind} returned a body that is not JSON") from error
+            raise ProviderError(502, f"{self.name} returned a body that is not JSON") from error
         return data
 
     async def post_sse(self, url: str, body: dict[str, Any]) -> AsyncIterator[ServerSentEvent]:
@@ -118,45 +175,76 @@ class Provider:
 
         Only the waits for the upstream count as upstream time, not the time the caller
         takes between two events."""
-        stream = self.client.stream(
-            "POST",
-            url,
-            content=fastjson.dumps(body),
-            headers=self._json_headers(),
-            timeout=self.settings.timeout,
-        )
+        loop = asyncio.get_running_loop()
+        end = loop.time() + self.timeouts.total
+        idle = self.timeouts.idle
         try:
+            with upstream_wait():
+                response = await self._response(self._request(url, body), end)
             async with AsyncExitStack() as exits:
-                with upstream_wait():
-                    response = await exits.enter_async_context(stream)
-                    if response.status_code >= 400:
-                        text = (await response.aread()).decode(errors="replace")
-                        raise self.status_error(response.status_code, text, response.headers)
+                exits.push_async_callback(response.aclose)
                 events = await exits.enter_async_context(
                     aclosing(EventSource(response).aiter_sse())
                 )
                 while True:
-                    with upstream_wait():
-                        event = await anext(events, None)
+                    until, phase = self._until(end, idle, "idle", loop.time())
+                    try:
+                        with upstream_wait():
+                            async with asyncio.timeout_at(until):
+                                event = await anext(events, None)
+                    except TimeoutError:
+                        raise self._timed_out(phase) from None
                     if event is None:
                         return
                     yield event
         except httpx.HTTPError as error:
             raise self._transport_error(error) from error
 
+    @staticmethod
+    def _until(
+        end: float, seconds: float, phase: str, now: float | None = None
+    ) -> tuple[float, str]:
+        """When a wait of ``seconds`` must end, and the phase that ends it (``total`` when
+        the call's end comes first)."""
+        if now is None:
+            now = asyncio.get_running_loop().time()
+        return (now + seconds, phase) if now + seconds < end else (end, "total")
+
+    def _timed_out(self, phase: str) -> ProviderError:
+        """First byte: another try may be quicker. Idle or total: the call was answering, so
+        it ends here (a model that stalls mid-reply would stall again)."""
+        return ProviderError(
+            504,
+            f"{self.name} did not answer in time (timeout.{phase})",
+            code="upstream_timeout",
+            retryable=phase == "first_byte",
+        )
+
     def event_json(self, data: str) -> Any:
         try:
             return fastjson.loads(data)
         except ValueError as error:
-            raise ProviderError(502, f"{self.kind} sent a stream frame that is not JSON") from error
+            raise ProviderError(502, f"{self.name} sent a stream frame that is not JSON") from error
 
     def _transport_error(self, error: httpx.HTTPError) -> ProviderError:
+        """Connecting failed, or the connection broke: both worth another try."""
         if isinstance(error, httpx.TimeoutException):
             return ProviderError(
-                504, f"{self.kind} did not answer in time", code="upstream_timeout"
+                504,
+                f"{self.name} did not answer in time (timeout.connect)",
+                code="upstream_timeout",
+                retryable=True,
             )
         reason = type(error).__name__
-        return ProviderError(502, f"could not reach {self.kind}: {reason}")
+        return ProviderError(502, f"could not reach {self.name}: {reason}", retryable=True)
+
+    def failed(self, status: int, text: str, headers: httpx.Headers) -> ProviderError:
+        """The error for a failure status, marked retryable (a rate limit or overload
+        whatever its status, as Gemini's RESOURCE_EXHAUSTED) or context-too-long."""
+        error = self.status_error(status, text, headers)
+        error.retryable = error.retryable or status in RETRYABLE_STATUSES
+        error.context_too_long = status in (400, 413, 422) and bool(_CONTEXT_TOO_LONG.search(text))
+        return error
 
     def status_error(self, status: int, text: str, headers: httpx.Headers) -> ProviderError:
         detail = self.redact(upstream_message(text))
@@ -167,31 +255,32 @@ class Provider:
         if status in (400, 404, 413, 422):
             return ProviderError(
                 400,
-                f"{self.kind} rejected the request: {detail}",
+                f"{self.name} rejected the request: {detail}",
                 code="upstream_bad_request",
                 error_type="invalid_request_error",
             )
         if status in (503, 529):
             return self.overloaded(detail)
-        return ProviderError(502, f"{self.kind} failed with status {status}: {detail}")
+        return ProviderError(502, f"{self.name} failed with status {status}: {detail}")
 
-    def rate_limited(self, detail: str, retry_after: int | None) -> ProviderError:
+    def rate_limited(self, detail: str, retry_after: float | None) -> ProviderError:
         return ProviderError(
             429,
-            f"{self.kind} rate limit reached: {detail}",
+            f"{self.name} rate limit reached: {detail}",
             code="upstream_rate_limited",
             retry_after=retry_after,
             error_type="rate_limit_exceeded",
+            retryable=True,
         )
 
     def auth_failed(self, detail: str) -> ProviderError:
         return ProviderError(
-            502, f"{self.kind} rejected the gateway's API key: {detail}", code="upstream_auth"
+            502, f"{self.name} rejected the gateway's API key: {detail}", code="upstream_auth"
         )
 
     def overloaded(self, detail: str) -> ProviderError:
         return ProviderError(
-            503, f"{self.kind} is overloaded: {detail}", code="upstream_overloaded"
+            503, f"{self.name} is overloaded: {detail}", code="upstream_overloaded", retryable=True
         )
 
     def redact(self, text: str) -> str:
@@ -241,18 +330,18 @@ def arguments_object(arguments: str) -> dict[str, Any]:
 MAX_RETRY_AFTER = 86400
 
 
-def retry_after_header(headers: httpx.Headers) -> int | None:
+def retry_after_header(headers: httpx.Headers) -> float | None:
     value = headers.get("retry-after")
     return retry_seconds(value) if value is not None else None
 
 
-def retry_seconds(text: str) -> int | None:
-    """Whole seconds to wait from an upstream's untrusted number of seconds: ignored
-    (None) unless finite and not negative, at most ``MAX_RETRY_AFTER``."""
+def retry_seconds(text: str) -> float | None:
+    """Seconds to wait from an upstream's untrusted number of seconds: ignored (None)
+    unless finite and not negative, at most ``MAX_RETRY_AFTER``."""
     try:
         seconds = float(text)
     except ValueError:
         return None
     if not math.isfinite(seconds) or seconds < 0:
         return None
-    return min(MAX_RETRY_AFTER, math.ceil(seconds))
+    return min(float(MAX_RETRY_AFTER), seconds)

@@ -53,10 +53,10 @@ class CohereProvider(Provider):
         body = await self.post_json(self.url, encode_request(request, stream=False))
         message = body.get("message")
         if not isinstance(message, dict):
-            raise ProviderError(502, f"{self.kind} returned a reply without a message")
+            raise ProviderError(502, f"{self.name} returned a reply without a message")
         reason = body.get("finish_reason") or "COMPLETE"
         if reason in _FAILED:
-            raise ProviderError(502, f"{self.kind} stopped generating: {reason}")
+            raise ProviderError(502, f"{self.name} stopped generating: {reason}")
         text = "".join(
             item.get("text") or ""
             for item in message.get("content") or []
@@ -87,7 +87,9 @@ class CohereProvider(Provider):
                 delta = payload.get("delta") or {}
                 if delta.get("error") or delta.get("finish_reason") in _FAILED:
                     detail = self.redact(str(delta.get("error") or delta.get("finish_reason")))
-                    raise ProviderError(502, f"{self.kind} failed mid-stream: {detail}")
+                    raise ProviderError(
+                        502, f"{self.name} failed mid-stream: {detail}", retryable=True
+                    )
             for item in state.events(payload):
                 yield item
             if payload.get("type") == "message-end":

@@ -85,7 +85,7 @@ class GeminiProvider(Provider):
             chunk = self.event_json(event.data)
             if isinstance(chunk, dict) and "error" in chunk:
                 detail = self.redact(upstream_message(event.data))
-                raise ProviderError(502, f"{self.kind} failed mid-stream: {detail}")
+                raise ProviderError(502, f"{self.name} failed mid-stream: {detail}", retryable=True)
             for item in reply.read(chunk):
                 yield item
 
@@ -313,7 +313,7 @@ def _details(error: dict[str, Any]) -> list[dict[str, Any]]:
     return [item for item in details if isinstance(item, dict)] if isinstance(details, list) else []
 
 
-def _retry_delay(error: dict[str, Any]) -> int | None:
+def _retry_delay(error: dict[str, Any]) -> float | None:
     """Gemini's ``RetryInfo`` detail (``"retryDelay": "37s"``); it sends no Retry-After."""
     for item in _details(error):
         delay = item.get("retryDelay")

@@ -55,7 +55,7 @@ class OpenAIFormatProvider(Provider):
             choice = body["choices"][0]
             message = choice["message"]
         except (KeyError, IndexError, TypeError) as error:
-            raise ProviderError(502, f"{self.kind} returned a reply without choices") from error
+            raise ProviderError(502, f"{self.name} returned a reply without choices") from error
         calls = tuple(
             ToolCall(
                 id=call["id"],
@@ -79,7 +79,7 @@ class OpenAIFormatProvider(Provider):
             chunk = self.event_json(event.data)
             if "error" in chunk:
                 detail = self.redact(upstream_message(event.data))
-                raise ProviderError(502, f"{self.kind} failed mid-stream: {detail}")
+                raise ProviderError(502, f"{self.name} failed mid-stream: {detail}", retryable=True)
             for item in _chunk_events(chunk):
                 yield item
 

@@ -1,8 +1,8 @@
-"""Which module speaks each provider kind, and the one HTTP client each kind shares."""
+"""Which module speaks each provider kind, and the one HTTP client each provider shares."""
 
 import httpx
 
-from agents.schema import ProviderConfig
+from agents.schema import Config
 from inference.providers.anthropic_format import AnthropicProvider
 from inference.providers.base import Provider
 from inference.providers.cohere_format import CohereProvider
@@ -20,29 +20,36 @@ PROVIDER_CLASSES: dict[str, type[Provider]] = {
 
 
 class ProviderClients:
-    """One ``httpx.AsyncClient`` per provider kind, created on first use.
+    """One ``httpx.AsyncClient`` per configured provider (name), created on first use.
 
-    Base URL, key and timeout come from the config snapshot on every call, so a
-    reload that changes them takes effect without rebuilding the client.
+    A provider is rebuilt when the config's settings for its name change (a reload), so
+    base URL, key and timeouts follow the file without a restart; its client stays.
     """
 
     def __init__(self) -> None:
         self._clients: dict[str, httpx.AsyncClient] = {}
+        self._providers: dict[str, Provider] = {}
 
-    def provider(self, kind: str, settings: ProviderConfig) -> Provider:
+    def provider(self, name: str, config: Config) -> Provider:
+        settings = config.providers[name]
+        cached = self._providers.get(name)
+        if cached is not None and cached.settings is settings:
+            return cached
+        kind = config.provider_kind(name)
         provider_class = PROVIDER_CLASSES.get(kind)
         if provider_class is None:
             raise LookupError(f"provider kind '{kind}' is not supported yet")
-        client = self._clients.get(kind)
+        client = self._clients.get(name)
         if client is None:
             client = httpx.AsyncClient(
-                limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
-                timeout=httpx.Timeout(120.0, connect=10.0),
+                limits=httpx.Limits(max_connections=200, max_keepalive_connections=50)
             )
-            self._clients[kind] = client
-        return provider_class(kind, client, settings)
+            self._clients[name] = client
+        provider = self._providers[name] = provider_class(name, kind, client, settings)
+        return provider
 
     async def aclose(self) -> None:
         for client in self._clients.values():
             await client.aclose()
         self._clients.clear()
+        self._providers.clear()

@@ -49,3 +49,24 @@ LETTERS_DIGITS_DASHES = ToolNameRule(allowed="A-Za-z0-9_-", first="A-Za-z0-9_-")
 GEMINI_NAMES = ToolNameRule(allowed="A-Za-z0-9_.:-", first="A-Za-z_")
 # Cohere: letters, digits and _, not starting with a digit.
 COHERE_NAMES = ToolNameRule(allowed="A-Za-z0-9_", first="A-Za-z_")
+
+
+def strictest(rules: Sequence[ToolNameRule]) -> ToolNameRule:
+    """The rule whose names every one of ``rules`` accepts (an agent whose calls may go to
+    providers of several kinds names its tools once, for all of them)."""
+    first, *others = rules
+    if all(rule == first for rule in others):
+        return first
+
+    def common(classes: list[str]) -> str:
+        return "".join(
+            re.escape(char)
+            for char in map(chr, range(32, 127))
+            if all(re.fullmatch(f"[{body}]", char) for body in classes)
+        )
+
+    return ToolNameRule(
+        allowed=common([rule.allowed for rule in rules]),
+        first=common([rule.first for rule in rules]),
+        max_length=min(rule.max_length for rule in rules),
+    )

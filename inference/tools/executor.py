@@ -7,7 +7,7 @@ wrong in a tool is reported to the model as the tool's result, never to the clie
 
 import json
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from django.utils import timezone
@@ -15,10 +15,13 @@ from django.utils import timezone
 from agents.schema import AgentConfig, Config
 from inference.errors import ApiError, ToolFailed
 from inference.ledger.database import in_database
-from inference.providers.base import Provider, ProviderError, arguments_object
+from inference.providers.base import ProviderError, arguments_object
 from inference.providers.registry import ProviderClients
 from inference.providers.types import ChatRequest, Message, ResponseFormat, ToolCall, Usage
+from inference.routing.circuits import Circuits
+from inference.routing.deployments import Route, route_of
 from inference.routing.experiments import bandit_arms, route
+from inference.routing.upstream import Attempt, Upstream
 from inference.tools.bounds import TurnBounds, TurnStopped
 from inference.tools.loop import ToolLoop
 from inference.tools.mcp import McpHub
@@ -37,6 +40,8 @@ class Borrowed(Protocol):
     def mcp(self) -> McpHub: ...
     @property
     def rng(self) -> random.Random: ...
+    @property
+    def circuits(self) -> Circuits: ...
 
 
 @dataclass(frozen=True)
@@ -49,19 +54,32 @@ class CallContext:
     user_id: str
     bounds: TurnBounds  # the turn's, shared by all of its levels
     depth: int = 0
+    # Every upstream attempt of the turn's conversations, at every level (the request log).
+    journal: list[Attempt] = field(default_factory=list)
 
 
 def tool_loop(
     context: CallContext,
-    provider: Provider,
+    route: Route,
     toolbox: Toolbox,
     response_format: ResponseFormat | None = None,
 ) -> ToolLoop:
     """The loop of one conversation with a model, whoever holds it (a turn, a subagent, a
-    shadow, a judge): the agent's own tools run at the context's depth, and a reply is
+    shadow, a judge): its calls go to the route's deployments, each attempt admitted by the
+    turn's bounds; the agent's own tools run at the context's depth, and a reply is
     checked against ``response_format`` with the config's repairs."""
+    engine = context.engine
+    upstream = Upstream(
+        route,
+        context.config,
+        engine.providers,
+        engine.circuits,
+        engine.rng,
+        context.bounds.admit,
+        context.journal,
+    )
     return ToolLoop(
-        provider,
+        upstream,
         toolbox,
         ToolExecutor(context, toolbox).run,
         response_format,
@@ -104,12 +122,10 @@ class ToolExecutor:
         message = _message_argument(arguments)
         agent = await resolve_subagent(context, name)
         deeper = replace(context, depth=context.depth + 1)
-        provider = context.engine.providers.provider(
-            agent.provider, context.config.providers[agent.provider]
-        )
+        route = route_of(agent)
         try:
             toolbox = await build_toolbox(
-                agent, context.config, context.engine.mcp, (), provider.tool_names
+                agent, context.config, context.engine.mcp, (), route.tool_names(context.config)
             )
         except ApiError as error:
             raise ToolFailed(f"subagent '{name}' cannot run: {error.message}") from error
@@ -119,7 +135,7 @@ class ToolExecutor:
             messages=(Message(role="user", content=message),),
             tools=toolbox.specs,
         )
-        loop = tool_loop(deeper, provider, toolbox)
+        loop = tool_loop(deeper, route, toolbox)
         try:
             answer = await loop.complete(request)
         except TurnStopped:

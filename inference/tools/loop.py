@@ -1,13 +1,14 @@
 """One conversation with a model, from the request to its final answer.
 
-Each round is one provider call. A round whose tool calls are all the agent's own is
+Each round is one model call (sent, and tried again where it failed, by
+``inference.routing.upstream``). A round whose tool calls are all the agent's own is
 run by the gateway and the loop goes on (at most ``MAX_TOOL_ROUNDS`` such rounds); a
 round that calls any client tool ends the turn, after the gateway ran its own calls of
 that round (they are kept in ``exchange`` for the client's follow-up); a final text
 answer is validated against ``response_format`` and sent back for repair while it does
 not match. Usage of every round, repair and subagent adds up in ``spent``. Every model
 call is first admitted by the turn's bounds (``inference.tools.bounds``), shared by all of
-the turn's levels, and runs only until the turn's deadline.
+the turn's levels (each upstream attempt of it), and runs only until the turn's deadline.
 
 Streaming: the client sees only the final answer (or the client-tool calls). When the
 agent has tools of its own, each round is collected before it is known to be the last;
@@ -19,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from inference.providers.base import Provider, ProviderError
+from inference.providers.base import ProviderError
 from inference.providers.types import (
     ChatRequest,
     ChatResponse,
@@ -32,8 +33,9 @@ from inference.providers.types import (
     ToolCallDelta,
     Usage,
 )
+from inference.routing.upstream import Upstream
 from inference.structured.repair import strip_fence, validation_errors, with_repair_turn
-from inference.tools.bounds import TurnBounds
+from inference.tools.bounds import TurnBounds, TurnStopped
 from inference.tools.toolbox import Toolbox
 
 MAX_TOOL_ROUNDS = 8
@@ -71,7 +73,7 @@ def exchange_of(
 class ToolLoop:
     def __init__(
         self,
-        provider: Provider,
+        upstream: Upstream,
         toolbox: Toolbox,
         run_tool: RunTool | None = None,
         response_format: ResponseFormat | None = None,
@@ -79,7 +81,7 @@ class ToolLoop:
         *,
         bounds: TurnBounds,
     ) -> None:
-        self.provider = provider
+        self.upstream = upstream
         self.bounds = bounds
         self.toolbox = toolbox
         self.run_tool = run_tool
@@ -94,12 +96,13 @@ class ToolLoop:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         while True:
-            await self.bounds.admit()
             try:
                 async with asyncio.timeout_at(self.bounds.deadline):
-                    reply = await self.provider.complete(request)
+                    reply = await self.upstream.complete(request)
             except TimeoutError:
                 raise self.bounds.timed_out() from None
+            except TurnStopped:
+                raise  # what the turn spent is in the bounds already
             except ProviderError as error:
                 self.bounds.spent += error.usage
                 error.usage = self.spent + error.usage
@@ -136,9 +139,8 @@ class ToolLoop:
     async def _relayed(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """The only round, relayed as it arrives (tool names as the client knows them). One
         call, no tools: bounded by the provider's own timeout, not the turn's deadline."""
-        await self.bounds.admit()
         self.current = accumulator = StreamAccumulator()
-        async for event in self.provider.stream(request):
+        async for event in self.upstream.stream(request):
             accumulator.add(event)
             if isinstance(event, TextDelta) and event.text:
                 yield event
@@ -155,11 +157,10 @@ class ToolLoop:
         self.final = replace(reply, usage=self.spent, tool_calls=calls)
 
     async def _collected(self, request: ChatRequest) -> ChatResponse:
-        await self.bounds.admit()
         self.current = accumulator = StreamAccumulator()
         try:
             async with asyncio.timeout_at(self.bounds.deadline):
-                async for event in self.provider.stream(request):
+                async for event in self.upstream.stream(request, held=True):
                     accumulator.add(event)
         except TimeoutError:
             raise self.bounds.timed_out() from None

@@ -25,6 +25,7 @@ from inference.ledger.database import in_database
 from inference.models import JudgeRun, JudgeScore
 from inference.providers.base import ProviderError
 from inference.providers.types import ChatRequest, Message, ResponseFormat
+from inference.routing.deployments import route_of
 from inference.structured.response_format import structured_output_instruction
 from inference.tools.bounds import TurnBounds
 from inference.tools.executor import CallContext, tool_loop
@@ -99,10 +100,9 @@ async def judge_reply(
     judge: JudgeConfig, subject: JudgedReply, config: Config, engine: Engine
 ) -> None:
     """Score one reply with one judge and record the outcome, whatever it is."""
-    provider = engine.providers.provider(judge.provider, config.providers[judge.provider])
     request = judge_request(judge, subject)
     context = CallContext(config, engine, subject.user_id, TurnBounds(config.limits))
-    loop = tool_loop(context, provider, Toolbox(), request.response_format)
+    loop = tool_loop(context, route_of(judge), Toolbox(), request.response_format)
     verdict: dict[str, Any] | None = None
     error = ""
     try:

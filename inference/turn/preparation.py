@@ -24,8 +24,8 @@ from inference.ledger.budgets import release, reservation_size, reserve
 from inference.ledger.database import in_database
 from inference.ledger.history import load_history
 from inference.ledger.tokens import estimate_tokens
-from inference.providers.base import Provider
 from inference.providers.types import ChatRequest, Message
+from inference.routing.deployments import Route, route_of
 from inference.routing.experiments import Arm, Routing, bandit_arms, route
 from inference.tools.exchanges import load_exchanges, with_exchanges
 from inference.tools.loop import Exchange
@@ -61,10 +61,10 @@ class Stored:
 
 @dataclass(frozen=True)
 class AgentCall:
-    """One agent's side of the turn: its provider, its tools, its request."""
+    """One agent's side of the turn: where its calls go, its tools, its request."""
 
     agent: AgentConfig
-    provider: Provider
+    route: Route
     toolbox: Toolbox
     request: ChatRequest
 
@@ -189,12 +189,12 @@ async def agent_call(
     """``agent``'s request for the turn: its preamble, its tools and the client's, the
     conversation with the tool names its provider knows."""
     client = setting.client
-    provider = engine.providers.provider(agent.provider, config.providers[agent.provider])
-    toolbox = await build_toolbox(agent, config, engine.mcp, client.tools, provider.tool_names)
+    route = route_of(agent)
+    toolbox = await build_toolbox(agent, config, engine.mcp, client.tools, route.tool_names(config))
     own = tuple(toolbox.to_provider(message) for message in client.messages)
     conversation = [*setting.history, *with_exchanges(own, setting.exchanges)]
     request = build_chat_request(agent, client, setting.options, conversation, toolbox)
-    return AgentCall(agent, provider, toolbox, request)
+    return AgentCall(agent, route, toolbox, request)
 
 
 def live_config(config: Config | None, problems: list[str]) -> Config:

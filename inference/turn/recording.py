@@ -17,6 +17,7 @@ from django.db import transaction
 from inference.ledger.history import history_rows
 from inference.models import BudgetReservation, LedgerEntry, StoredMessage, ToolExchange
 from inference.providers.types import ToolCall, Usage
+from inference.routing.deployments import Deployment
 from inference.tools.exchanges import tool_exchange_rows
 from inference.tools.loop import Exchange
 from inference.turn.preparation import Turn
@@ -32,6 +33,8 @@ class TurnRecord:
     exchange: Exchange | None
     client_calls: tuple[ToolCall, ...]
     now: datetime
+    upstream: Deployment | None = None  # what answered the final model call
+    attempts: int = 0  # upstream attempts of the turn, retries and fallbacks included
 
     @property
     def read_by_later_requests(self) -> bool:
@@ -86,7 +89,9 @@ def _ledger_row(record: TurnRecord) -> LedgerEntry:
         agent=turn.agent.name,
         experiment=turn.routing.experiment,
         variant=turn.routing.variant,
-        provider=turn.agent.provider,
+        provider=record.upstream.provider if record.upstream else turn.agent.provider,
+        model=record.upstream.model if record.upstream else turn.agent.model,
+        attempts=record.attempts,
         completion_id=turn.completion_id,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,

@@ -8,6 +8,7 @@ for events as they come. Provider failures leave as ``ApiError``s; the wire modu
 
 import asyncio
 import logging
+import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
 from functools import partial
 from typing import Any
@@ -48,6 +49,7 @@ class TurnRunner:
         self.config = config
         self.engine = engine
         self.log = log
+        self.loop: ToolLoop | None = None
 
     async def complete(self, turn: Turn) -> ChatResponse:
         loop = self._loop(turn)
@@ -111,7 +113,12 @@ class TurnRunner:
     def _loop(self, turn: Turn) -> ToolLoop:
         call = turn.call
         context = CallContext(self.config, self.engine, turn.user_id, self._bounds(turn))
-        return tool_loop(context, call.provider, call.toolbox, call.request.response_format)
+        self.loop = tool_loop(context, call.route, call.toolbox, call.request.response_format)
+        return self.loop
+
+    def upstream_headers(self) -> dict[str, str]:
+        """``X-Gateway-Upstream`` and ``X-Gateway-Attempts`` of the turn's final model call."""
+        return self.loop.upstream.headers() if self.loop is not None else {}
 
     def _bounds(self, turn: Turn) -> TurnBounds:
         """The turn's bounds; with token caps, each of its model calls after the first is
@@ -129,6 +136,13 @@ class TurnRunner:
         return TurnBounds(self.config.limits, admission)
 
     async def _record(self, turn: Turn, loop: ToolLoop, usage: Usage, reply: str | None) -> None:
+        upstream = loop.upstream
+        self.log.attempts = [attempt.as_log() for attempt in upstream.journal]
+        if upstream.answered_by is not None:
+            self.log.provider, self.log.upstream = (
+                upstream.answered_by.provider,
+                upstream.answered_by.label,
+            )
         self.log.tokens = usage.total_tokens
         self.log.prompt_tokens, self.log.completion_tokens = (
             usage.prompt_tokens,
@@ -136,7 +150,16 @@ class TurnRunner:
         )
         client_calls = loop.final.tool_calls if loop.final is not None else ()
         exchange = loop.exchange if reply is None and client_calls else None
-        record = TurnRecord(turn, usage, reply, exchange, client_calls, timezone.now())
+        record = TurnRecord(
+            turn,
+            usage,
+            reply,
+            exchange,
+            client_calls,
+            timezone.now(),
+            upstream.answered_by,
+            len(upstream.journal),
+        )
         if record.read_by_later_requests:
             await self.engine.writer.write(record_turns, record)
         else:
@@ -196,7 +219,9 @@ class TurnRunner:
 
     def _failure(self, error: ProviderError) -> ApiError:
         self.log.error = error.code
-        headers = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else None
+        headers = self.upstream_headers()
+        if error.retry_after is not None:
+            headers["Retry-After"] = str(math.ceil(error.retry_after))
         return ApiError(
             error.status,
             error.message,

@@ -23,7 +23,7 @@ async def run_shadow(agent: AgentConfig, turn: Turn, config: Config, engine: Eng
     try:
         call = await agent_call(agent, turn.setting, config, engine)
         context = CallContext(config, engine, turn.user_id, TurnBounds(config.limits))
-        loop = tool_loop(context, call.provider, call.toolbox, call.request.response_format)
+        loop = tool_loop(context, call.route, call.toolbox, call.request.response_format)
         answer = await loop.complete(call.request)
     except (ApiError, ProviderError) as error:
         log_event(

@@ -96,9 +96,9 @@ COLLECTIONS: dict[str, tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]
     ),
     "providers": (
         "groq",
-        {"kind": "groq", "api_key": "gsk-0123456789abcdef"},
+        {"name": "groq", "api_key": "gsk-0123456789abcdef"},
         {"api_key": "gsk-fedcba9876543210", "timeout": 30},
-        {"kind": "groq", "timeout": -1},
+        {"name": "groq", "timeout": -1},
     ),
     "mcp": (
         "docs",
@@ -111,10 +111,9 @@ COLLECTIONS: dict[str, tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]
 
 def add_entry(section: str, body: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
     def change(data: dict[str, Any]) -> None:
-        body_without_key = {k: v for k, v in body.items() if k not in ("kind",)}
+        body_without_key = dict(body)
         if isinstance(data.get(section), dict):
-            key = body_without_key.pop("name", None) if section == "mcp" else body["kind"]
-            data[section][key] = body_without_key
+            data[section][body_without_key.pop("name")] = body_without_key
         else:
             data.setdefault(section, []).append(body_without_key)
 
@@ -142,9 +141,7 @@ def test_collection_json_crud_answers_every_status(
     assert {k: v for k, v in shown.items() if k != "api_key"} == {
         k: v for k, v in updated.items() if k != "api_key"
     }
-    other = {**updated, "kind" if section == "providers" else "name": "someone-else"}
-    if section == "providers":
-        other["kind"] = "cohere"
+    other = {**updated, "name": "someone-else"}
     assert admin.put(f"/{section}/{key}", json=other).status_code == 400
     assert admin.put(f"/{section}/missing-one", json=updated).status_code in (400, 404)
 
@@ -445,7 +442,7 @@ def test_collection_pages_use_titles_and_labels(admin: httpx.Client) -> None:
 
     assert "<title>MCP servers · Gateway admin</title>" in mcp and "<h1>MCP servers</h1>" in mcp
     headers = re.findall(r"<th>(.*?)</th>", providers)
-    assert headers == ["Kind", "API key", "Base URL"]
+    assert headers == ["Name", "Kind", "API key", "Base URL", "State"]
 
 
 def test_name_choices_that_do_not_exist_yet_say_so(admin: httpx.Client) -> None:
@@ -659,7 +656,7 @@ def test_provider_key_sent_as_a_foreign_mask_is_422_and_never_written(
     admin: httpx.Client, server: GatewayServer, stale: str
 ) -> None:
     updated = admin.put("/providers/anthropic", json={"api_key": stale})
-    created = admin.post("/providers", json={"kind": "groq", "api_key": stale})
+    created = admin.post("/providers", json={"name": "groq", "api_key": stale})
 
     for response in (updated, created):
         assert response.status_code == 422, response.text

@@ -24,8 +24,8 @@ include-path-regex = "^/admin/judges/[{]name[}]"
 parameters = { "path.name" = "review_depth" }
 
 [[operations]]
-include-path-regex = "^/admin/providers/[{]kind[}]"
-parameters = { "path.kind" = "gemini" }
+include-path-regex = "^/admin/providers/[{]name[}]"
+parameters = { "path.name" = "gemini" }
 
 [[operations]]
 include-path-regex = "^/admin/mcp/[{]name[}]"
@@ -57,7 +57,7 @@ def test_openapi_is_3_1_and_describes_every_admin_route(server: GatewayServer) -
         ("agents", "name"),
         ("judges", "name"),
         ("experiments", "name"),
-        ("providers", "kind"),
+        ("providers", "name"),
         ("mcp", "name"),
     ]:
         assert set(paths[f"/admin/{collection}"]) == {"get", "post"}
@@ -74,7 +74,7 @@ def test_openapi_is_3_1_and_describes_every_admin_route(server: GatewayServer) -
     provider_create = paths["/admin/providers"]["post"]["requestBody"]["content"][
         "application/json"
     ]
-    assert "kind" in provider_create["schema"]["required"]
+    assert "name" in provider_create["schema"]["required"]
 
 
 @pytest.mark.timeout(420)  # the fuzzer alone may take minutes on a 2-core machine

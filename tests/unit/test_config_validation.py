@@ -166,8 +166,8 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     (
         "unknown provider kind",
         lambda d: d["providers"].update(mistral={"api_key": "x"}),
-        "providers.mistral: unknown provider kind "
-        "(expected one of anthropic, cohere, deepseek, gemini, groq, openai)",
+        "providers.mistral: 'mistral' is not a provider kind, so the provider needs kind: "
+        "(one of anthropic, cohere, deepseek, gemini, groq, openai)",
     ),
     (
         "agent provider not configured",

@@ -38,11 +38,11 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         "background": (),
         "errors": ("providers",),
         "structured": ("errors", "providers"),
-        "routing": ("errors", "models"),
+        "routing": ("errors", "models", "providers", "status"),
         "wire": ("errors", "providers", "structured"),
         "ledger": ("errors", "models", "providers"),
         "tools": ("errors", "ledger", "models", "providers", "routing", "status", "structured"),
-        "engine": ("background", "ledger", "providers", "tools"),
+        "engine": ("background", "ledger", "providers", "routing", "tools"),
         "turn": (
             "engine",
             "errors",

@@ -44,7 +44,7 @@ def our_request(kind: str, fake: FakeUpstream) -> None:
     async def call() -> None:
         async with httpx.AsyncClient() as client:
             settings = ProviderConfig(api_key="k", base_url=fake.url)
-            provider = PROVIDER_CLASSES[kind](kind, client, settings)
+            provider = PROVIDER_CLASSES[kind](kind, kind, client, settings)
             await provider.complete(
                 ChatRequest(model="model-1", system="", messages=(Message("user", HI),))
             )

@@ -112,7 +112,7 @@ async def test_anthropic_forced_tool_input_comes_back_as_the_reply_text(
     structured = request(ResponseFormat(kind="json_schema", schema=OBJECT_SCHEMA))
     async with httpx.AsyncClient() as client:
         settings = ProviderConfig(api_key="k", base_url=fake.url)
-        provider = anthropic_format.AnthropicProvider("anthropic", client, settings)
+        provider = anthropic_format.AnthropicProvider("anthropic", "anthropic", client, settings)
         whole = await provider.complete(structured)
         accumulator = StreamAccumulator()
         async for event in provider.stream(structured):

@@ -207,7 +207,7 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 
 def provider_for(kind: str, fakes: dict[str, FakeUpstream], http: httpx.AsyncClient) -> Provider:
     settings = ProviderConfig(api_key=api_key_of(kind), base_url=fake_base_url(fakes[kind]))
-    return PROVIDER_CLASSES[kind](kind, http, settings)
+    return PROVIDER_CLASSES[kind](kind, kind, http, settings)
 
 
 async def streamed(provider: Provider, request: ChatRequest) -> ChatResponse:

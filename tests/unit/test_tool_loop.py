@@ -3,13 +3,15 @@ OpenAI upstream on a loopback socket, with the agent's own tools run by a test f
 (the loop's ``run_tool``)."""
 
 import json
-from collections.abc import AsyncIterator
+import random
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
-from agents.schema import LimitsConfig, ProviderConfig
+from agents.schema import Config, LimitsConfig
 from inference.errors import ApiError
-from inference.providers.base import Provider, ProviderError
+from inference.providers.base import ProviderError
 from inference.providers.registry import ProviderClients
 from inference.providers.types import (
     ChatRequest,
@@ -20,6 +22,9 @@ from inference.providers.types import (
     ToolSpec,
     Usage,
 )
+from inference.routing.circuits import Circuits
+from inference.routing.deployments import route_of
+from inference.routing.upstream import Upstream
 from inference.tools.bounds import TurnBounds, TurnStopped
 from inference.tools.loop import MAX_TOOL_ROUNDS, ToolLoop
 from inference.tools.toolbox import AgentTool, Toolbox
@@ -43,13 +48,38 @@ PERSON = ResponseFormat(
 )
 
 
+type Connect = Callable[[TurnBounds], Upstream]
+
+
 @pytest.fixture
-async def provider(openai_fake: OpenAIUpstream) -> AsyncIterator[Provider]:
+async def provider(openai_fake: OpenAIUpstream) -> AsyncIterator[Connect]:
+    """The upstream of a loop under given bounds: the one OpenAI deployment, no retries."""
     clients = ProviderClients()
-    yield clients.provider(
-        "openai", ProviderConfig(api_key="k", base_url=fake_base_url(openai_fake))
+    config = Config.model_validate(
+        {
+            "providers": {
+                "openai": {
+                    "api_key": "k",
+                    "base_url": fake_base_url(openai_fake),
+                    "retries": {"attempts": 0},
+                }
+            },
+            "agents": [{"name": "a", "provider": "openai", "model": "gpt-test"}],
+        }
     )
+    route = route_of(config.agents[0])
+
+    def connect(bounds: TurnBounds) -> Upstream:
+        return Upstream(route, config, clients, Circuits(), random.Random(), bounds.admit)
+
+    yield connect
     await clients.aclose()
+
+
+def looping(
+    connect: Connect, toolbox: Toolbox, *args: Any, bounds: TurnBounds, **options: Any
+) -> ToolLoop:
+    return ToolLoop(connect(bounds), toolbox, *args, bounds=bounds, **options)
 
 
 def limits(**settings: float) -> TurnBounds:
@@ -78,9 +108,9 @@ class ToolRuns:
         ), self.usage
 
 
-async def test_a_plain_answer_is_one_round(provider: Provider, openai_fake: OpenAIUpstream) -> None:
+async def test_a_plain_answer_is_one_round(provider: Connect, openai_fake: OpenAIUpstream) -> None:
     openai_fake.script(Reply.of_text("Hi there."))
-    loop = ToolLoop(provider, Toolbox(), bounds=limits())
+    loop = looping(provider, Toolbox(), bounds=limits())
 
     answer = await loop.complete(question())
 
@@ -89,7 +119,7 @@ async def test_a_plain_answer_is_one_round(provider: Provider, openai_fake: Open
 
 
 async def test_own_tool_rounds_run_and_every_round_and_tool_is_billed(
-    provider: Provider, openai_fake: OpenAIUpstream
+    provider: Connect, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(
         Reply.of_tool_calls(("lookup", {"word": "a"}), ("lookup", {"word": "b"})),
@@ -97,7 +127,7 @@ async def test_own_tool_rounds_run_and_every_round_and_tool_is_billed(
         Reply.of_text("Done."),
     )
     tools = ToolRuns(usage=Usage(prompt_tokens=100, completion_tokens=1))
-    loop = ToolLoop(provider, OWN, tools, bounds=limits())
+    loop = looping(provider, OWN, tools, bounds=limits())
 
     answer = await loop.complete(question(tools=OWN))
 
@@ -118,11 +148,11 @@ async def test_own_tool_rounds_run_and_every_round_and_tool_is_billed(
 
 
 async def test_a_round_with_a_client_tool_ends_the_turn_and_keeps_the_own_calls(
-    provider: Provider, openai_fake: OpenAIUpstream
+    provider: Connect, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(Reply.of_tool_calls(("lookup", {"word": "a"}), ("get_weather", {})))
     tools = ToolRuns()
-    loop = ToolLoop(provider, OWN_AND_CLIENT, tools, bounds=limits())
+    loop = looping(provider, OWN_AND_CLIENT, tools, bounds=limits())
 
     answer = await loop.complete(question(tools=OWN_AND_CLIENT))
 
@@ -135,10 +165,10 @@ async def test_a_round_with_a_client_tool_ends_the_turn_and_keeps_the_own_calls(
 
 
 async def test_the_rounds_of_own_tools_are_limited(
-    provider: Provider, openai_fake: OpenAIUpstream
+    provider: Connect, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(*[Reply.of_tool_calls(("lookup", {}))] * (MAX_TOOL_ROUNDS + 1))
-    loop = ToolLoop(provider, OWN, ToolRuns(), bounds=limits())
+    loop = looping(provider, OWN, ToolRuns(), bounds=limits())
 
     with pytest.raises(ProviderError) as refused:
         await loop.complete(question(tools=OWN))
@@ -149,11 +179,11 @@ async def test_the_rounds_of_own_tools_are_limited(
 
 
 async def test_a_tool_the_agent_does_not_have_is_answered_as_an_error_to_the_model(
-    provider: Provider, openai_fake: OpenAIUpstream
+    provider: Connect, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(Reply.of_tool_calls(("rm_rf", {})), Reply.of_text("Sorry."))
     tools = ToolRuns()
-    loop = ToolLoop(provider, OWN, tools, bounds=limits())
+    loop = looping(provider, OWN, tools, bounds=limits())
 
     assert (await loop.complete(question(tools=OWN))).text == "Sorry."
     assert tools.calls == []
@@ -162,12 +192,12 @@ async def test_a_tool_the_agent_does_not_have_is_answered_as_an_error_to_the_mod
 
 
 async def test_an_invalid_structured_reply_is_repaired(
-    provider: Provider, openai_fake: OpenAIUpstream
+    provider: Connect, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(
         Reply.of_text('{"nom": "Ada"}'), Reply.of_text('```json\n{"name": "Ada"}\n```')
     )
-    loop = ToolLoop(provider, Toolbox(), response_format=PERSON, max_repairs=2, bounds=limits())
+    loop = looping(provider, Toolbox(), response_format=PERSON, max_repairs=2, bounds=limits())
 
     answer = await loop.complete(question())
 
@@ -178,10 +208,10 @@ async def test_an_invalid_structured_reply_is_repaired(
 
 
 async def test_a_reply_still_invalid_after_the_repairs_is_an_error_billed_in_full(
-    provider: Provider, openai_fake: OpenAIUpstream
+    provider: Connect, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(*[Reply.of_text("not json")] * 3)
-    loop = ToolLoop(provider, Toolbox(), response_format=PERSON, max_repairs=2, bounds=limits())
+    loop = looping(provider, Toolbox(), response_format=PERSON, max_repairs=2, bounds=limits())
 
     with pytest.raises(ProviderError) as refused:
         await loop.complete(question())
@@ -191,10 +221,10 @@ async def test_a_reply_still_invalid_after_the_repairs_is_an_error_billed_in_ful
 
 
 async def test_without_own_tools_a_stream_is_relayed_as_it_arrives(
-    provider: Provider, openai_fake: OpenAIUpstream
+    provider: Connect, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(Reply.of_chunks("Hel", "lo ", "there."))
-    loop = ToolLoop(provider, Toolbox(), bounds=limits())
+    loop = looping(provider, Toolbox(), bounds=limits())
 
     pieces = [event.text async for event in loop.stream(question()) if isinstance(event, TextDelta)]
 
@@ -204,10 +234,10 @@ async def test_without_own_tools_a_stream_is_relayed_as_it_arrives(
 
 
 async def test_with_own_tools_a_stream_sends_only_the_final_answer(
-    provider: Provider, openai_fake: OpenAIUpstream
+    provider: Connect, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(Reply.of_tool_calls(("lookup", {})), Reply.of_chunks("The ", "answer."))
-    loop = ToolLoop(provider, OWN, ToolRuns(), bounds=limits())
+    loop = looping(provider, OWN, ToolRuns(), bounds=limits())
 
     text = "".join(
         [
@@ -222,10 +252,10 @@ async def test_with_own_tools_a_stream_sends_only_the_final_answer(
 
 
 async def test_the_turn_stops_at_its_model_call_cap_whatever_the_level(
-    provider: Provider, openai_fake: OpenAIUpstream
+    provider: Connect, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(*[Reply.of_tool_calls(("lookup", {}))] * 5)
-    loop = ToolLoop(provider, OWN, ToolRuns(), bounds=limits(max_model_calls_per_turn=3))
+    loop = looping(provider, OWN, ToolRuns(), bounds=limits(max_model_calls_per_turn=3))
 
     with pytest.raises(TurnStopped) as stopped:
         await loop.complete(question(tools=OWN))
@@ -236,10 +266,10 @@ async def test_the_turn_stops_at_its_model_call_cap_whatever_the_level(
 
 
 async def test_the_turn_stops_at_its_deadline_even_during_a_call(
-    provider: Provider, openai_fake: OpenAIUpstream
+    provider: Connect, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(Reply.of_text("Too late.", delay=5))
-    loop = ToolLoop(provider, Toolbox(), bounds=limits(max_turn_seconds=0.2))
+    loop = looping(provider, Toolbox(), bounds=limits(max_turn_seconds=0.2))
 
     with pytest.raises(TurnStopped) as stopped:
         await loop.complete(question())
@@ -249,7 +279,7 @@ async def test_the_turn_stops_at_its_deadline_even_during_a_call(
 
 
 async def test_every_call_after_the_first_is_admitted_with_what_the_turn_spent(
-    provider: Provider, openai_fake: OpenAIUpstream
+    provider: Connect, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(*[Reply.of_tool_calls(("lookup", {}))] * 5)
     admitted: list[int] = []
@@ -262,7 +292,7 @@ async def test_every_call_after_the_first_is_admitted_with_what_the_turn_spent(
             )
 
     bounds = TurnBounds(LimitsConfig(), admission)
-    loop = ToolLoop(provider, OWN, ToolRuns(), bounds=bounds)
+    loop = looping(provider, OWN, ToolRuns(), bounds=bounds)
 
     with pytest.raises(TurnStopped) as stopped:
         await loop.complete(question(tools=OWN))

@@ -30,7 +30,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def config(openai_fake: OpenAIUpstream) -> Config:
     return load_config_data(
         {
-            "providers": {"openai": {"api_key": "k", "base_url": fake_base_url(openai_fake)}},
+            "providers": {
+                "openai": {
+                    "api_key": "k",
+                    "base_url": fake_base_url(openai_fake),
+                    "retries": {"attempts": 0},
+                }
+            },
             "agents": [
                 {"name": "support", "provider": "openai", "model": "gpt-test", "preamble": "Help."}
             ],

@@ -1,0 +1,256 @@
+"""A conversation's model calls, each sent to a deployment of its route and tried again
+where another try can still succeed (docs/resilience.md).
+
+A call goes to an available deployment (its circuit not open) picked by weight. After a
+retryable failure it is tried again, up to ``retries.attempts`` times (of the provider
+that failed), preferring a deployment the call has not tried yet: after a wait with
+exponential backoff and full jitter, or, when the same deployment is tried again, after
+the upstream's ``Retry-After`` when it is no longer than ``retries.max_retry_after`` (a
+longer one moves on to the next fallback at once). When the deployments are exhausted
+each fallback follows in order, with its own provider's retries; a prompt too long for a
+model moves on to the next fallback at once. Other failures end the call.
+
+A stream is tried again only until its first content event went on: the events before
+it are held back, so a client never sees two beginnings.
+"""
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
+from dataclasses import dataclass, replace
+
+from agents.schema import Config
+from core.metrics import observe_attempt
+from inference.providers.base import Provider, ProviderError
+from inference.providers.registry import ProviderClients
+from inference.providers.types import (
+    ChatRequest,
+    ChatResponse,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+)
+from inference.routing.circuits import Circuits
+from inference.routing.deployments import Deployment, Route
+
+# Called before every attempt: raises when the turn may make no more upstream calls.
+type Admit = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    deployment: Deployment
+    outcome: str  # "ok", or the failure's error code
+    status: int  # 200, or the status the failure maps to
+    seconds: float
+
+    def as_log(self) -> dict[str, object]:
+        return {
+            "provider": self.deployment.provider,
+            "model": self.deployment.model,
+            "status": self.status,
+            "ms": round(self.seconds * 1000, 1),
+        }
+
+
+@dataclass
+class _Opened:
+    """A stream that reached its first content event (``rest`` None: it is all here)."""
+
+    started: float
+    first: list[StreamEvent]
+    rest: AsyncIterator[StreamEvent] | None
+
+
+class Upstream:
+    """The model calls of one conversation (a turn's, a subagent's, a shadow's, a judge's).
+
+    ``attempts``: every attempt of the latest call; ``journal``: every attempt, shared by
+    all the conversations of a turn (the request log writes it); ``answered_by``: the
+    deployment that answered the latest call."""
+
+    def __init__(
+        self,
+        route: Route,
+        config: Config,
+        providers: ProviderClients,
+        circuits: Circuits,
+        rng: random.Random,
+        admit: Admit,
+        journal: list[Attempt] | None = None,
+    ) -> None:
+        self.route = route
+        self.config = config
+        self.providers = providers
+        self.circuits = circuits
+        self.rng = rng
+        self.admit = admit
+        self.journal = journal if journal is not None else []
+        self.attempts: list[Attempt] = []
+        self.tries = 0  # attempts of the latest call, one under way included
+        self.answered_by: Deployment | None = None
+
+    def headers(self) -> dict[str, str]:
+        """What a response says of the latest call: the deployment that answered it and
+        how many attempts it took."""
+        headers = {"X-Gateway-Attempts": str(self.tries)}
+        if self.answered_by is not None:
+            headers["X-Gateway-Upstream"] = self.answered_by.label
+        return headers
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        return await self._call(request, _complete)
+
+    async def stream(
+        self, request: ChatRequest, *, held: bool = False
+    ) -> AsyncIterator[StreamEvent]:
+        """The reply's events. ``held``: the caller collects the whole reply before anyone
+        sees it, so a failure anywhere in the stream is tried again."""
+
+        async def open_stream(provider: Provider, request: ChatRequest) -> _Opened:
+            return await _open(provider, request, held)
+
+        opened = await self._call(request, open_stream, settle=False)
+        deployment = self.answered_by
+        assert deployment is not None
+        outcome, status = "cancelled", 499
+        try:
+            for event in opened.first:
+                yield event
+            if opened.rest is not None:
+                async with aclosing(opened.rest) as rest:  # type: ignore[type-var]
+                    async for event in rest:
+                        yield event
+            outcome, status = "ok", 200
+            self.circuits.succeeded(deployment)
+        except ProviderError as error:
+            outcome, status = error.code, error.status
+            if error.retryable:
+                self._failed(deployment)
+            raise
+        finally:
+            if outcome == "cancelled":
+                self.circuits.abandoned(deployment)
+            self._settled(deployment, outcome, status, opened.started)
+
+    async def _call[T](
+        self,
+        request: ChatRequest,
+        send: Callable[[Provider, ChatRequest], Awaitable[T]],
+        settle: bool = True,
+    ) -> T:
+        self.attempts, self.tries, self.answered_by = [], 0, None
+        last: ProviderError | None = None
+        for stage in self.route.stages:
+            tried: set[Deployment] = set()
+            retries = 0
+            deployment = self._pick(stage, tried)
+            while deployment is not None:
+                tried.add(deployment)
+                try:
+                    return await self._attempt(deployment, request, send, settle)
+                except ProviderError as error:
+                    if not (error.retryable or error.context_too_long):
+                        raise
+                    last = error
+                if last.context_too_long:
+                    break
+                policy = self.config.providers[deployment.provider].retries
+                following = self._pick(stage, tried) if retries < policy.attempts else None
+                if following is None:
+                    break
+                wait = self.rng.uniform(0, min(policy.max_backoff, policy.backoff * 2**retries))
+                if following == deployment and last.retry_after is not None:
+                    if last.retry_after > policy.max_retry_after:
+                        break
+                    wait = last.retry_after
+                retries += 1
+                await asyncio.sleep(wait)
+                deployment = following
+        if last is not None:
+            raise last
+        # Every deployment's circuit is open: try the one that opened longest ago.
+        return await self._attempt(self.circuits.longest_open(self.route), request, send, settle)
+
+    def _pick(self, stage: tuple[Deployment, ...], tried: set[Deployment]) -> Deployment | None:
+        """An available deployment of ``stage`` by weight, one not tried yet if any is."""
+        if len(stage) == 1:
+            only = stage[0]
+            return only if self._available(only) else None
+        available = [deployment for deployment in stage if self._available(deployment)]
+        fresh = [deployment for deployment in available if deployment not in tried] or available
+        if len(fresh) <= 1:
+            return fresh[0] if fresh else None
+        return self.rng.choices(fresh, weights=[deployment.weight for deployment in fresh])[0]
+
+    def _available(self, deployment: Deployment) -> bool:
+        return self.circuits.available(
+            deployment, self.config.providers[deployment.provider].circuit
+        )
+
+    async def _attempt[T](
+        self,
+        deployment: Deployment,
+        request: ChatRequest,
+        send: Callable[[Provider, ChatRequest], Awaitable[T]],
+        settle: bool,
+    ) -> T:
+        await self.admit()
+        self.tries += 1
+        provider = self.providers.provider(deployment.provider, self.config)
+        probe = self.circuits.starting(deployment)
+        started = time.perf_counter()
+        try:
+            result = await send(provider, replace(request, model=deployment.model))
+        except ProviderError as error:
+            self._settled(deployment, error.code, error.status, started)
+            if error.retryable:
+                self._failed(deployment)
+            else:
+                self.circuits.succeeded(deployment)  # it answered: it is up
+            raise
+        except BaseException:
+            if probe:
+                self.circuits.abandoned(deployment)
+            self._settled(deployment, "cancelled", 499, started)
+            raise
+        self.answered_by = deployment
+        if settle:
+            self.circuits.succeeded(deployment)
+            self._settled(deployment, "ok", 200, started)
+        return result
+
+    def _failed(self, deployment: Deployment) -> None:
+        self.circuits.failed(deployment, self.config.providers[deployment.provider].circuit)
+
+    def _settled(self, deployment: Deployment, outcome: str, status: int, started: float) -> None:
+        attempt = Attempt(deployment, outcome, status, time.perf_counter() - started)
+        self.attempts.append(attempt)
+        self.journal.append(attempt)
+        observe_attempt(deployment.provider, deployment.model, outcome)
+
+
+async def _complete(provider: Provider, request: ChatRequest) -> ChatResponse:
+    return await provider.complete(request)
+
+
+async def _open(provider: Provider, request: ChatRequest, held: bool) -> _Opened:
+    """Read ``provider``'s stream up to its first content event (``held``: to its end)."""
+    started = time.perf_counter()
+    events = aiter(provider.stream(request))
+    first: list[StreamEvent] = []
+    try:
+        async for event in events:
+            first.append(event)
+            if not held and _is_content(event):
+                return _Opened(started, first, events)
+    except BaseException:
+        await events.aclose()  # type: ignore[attr-defined]
+        raise
+    return _Opened(started, first, None)
+
+
+def _is_content(event: StreamEvent) -> bool:
+    return isinstance(event, ToolCallDelta) or (isinstance(event, TextDelta) and bool(event.text))
