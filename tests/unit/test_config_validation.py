@@ -175,6 +175,33 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         "agents[2].provider: provider 'cohere' is not configured",
     ),
     (
+        "deployment provider not configured",
+        _set("agents.2.deployments", [{"provider": "azure", "model": "m"}]),
+        "agents[2].deployments[0].provider: provider 'azure' is not configured",
+    ),
+    (
+        "fallback provider not configured",
+        _set("judges.0.fallbacks", [{"provider": "openai"}, {"provider": "azure", "model": "m"}]),
+        "judges[0].fallbacks[0].model: field required",
+    ),
+    (
+        "provider timeout not positive",
+        _set("providers.openai.timeout", -1),
+        "providers.openai.timeout: must be a finite number greater than 0, got -1.0",
+    ),
+    (
+        "retries not negative",
+        _set("providers.openai.retries", {"attempts": -1}),
+        "providers.openai.retries.attempts: input should be greater than or equal to 0",
+    ),
+    (
+        "deployment weight finite",
+        _set(
+            "agents.0.deployments", [{"provider": "openai", "model": "m", "weight": float("inf")}]
+        ),
+        "agents[0].deployments[0].weight: input should be a finite number",
+    ),
+    (
         "judge provider not configured",
         _set("judges.0.provider", "gemini"),
         "judges[0].provider: provider 'gemini' is not configured",
@@ -362,6 +389,23 @@ def test_rule_reports_the_path_named_problem(
     rule: str, change: Callable[[dict[str, Any]], None], message: str
 ) -> None:
     assert problems_after(change) == [message]
+
+
+def test_a_provider_named_freely_with_its_kind_and_policies_is_valid() -> None:
+    data = copy.deepcopy(valid_config())
+    data["providers"]["openai-eu"] = {
+        "kind": "openai",
+        "timeout": {"connect": 1, "first_byte": 5},
+        "retries": {"attempts": 0},
+        "circuit": {"failures": 0},
+    }
+    data["agents"][0]["deployments"] = [{"provider": "openai-eu", "model": "m", "weight": 2}]
+
+    config = load_config_data(data)
+
+    assert config.provider_kind("openai-eu") == "openai"
+    assert config.providers["openai-eu"].timeouts.first_byte == 5
+    assert config.providers["openai-eu"].timeouts.total == 600
 
 
 def test_no_providers_is_reported_first() -> None:

@@ -7,6 +7,7 @@ from inference.providers.toolnames import (
     GEMINI_NAMES,
     LETTERS_DIGITS_DASHES,
     ToolNameRule,
+    strictest,
 )
 
 
@@ -37,3 +38,13 @@ def test_names_that_collide_once_made_safe_stay_distinct() -> None:
 def test_long_names_are_cut_to_the_providers_limit() -> None:
     (safe,) = LETTERS_DIGITS_DASHES.safe_names(["x" * 80 + "."])
     assert len(safe) == 64 and LETTERS_DIGITS_DASHES.accepts(safe)
+
+
+def test_an_agent_on_several_kinds_names_its_tools_for_all_of_them() -> None:
+    both = strictest([LETTERS_DIGITS_DASHES, GEMINI_NAMES])
+    names = both.safe_names(["9lives", "files.read", "a-b", "ok_name"])
+
+    assert names == ["_9lives", "files_read", "a-b", "ok_name"]
+    assert all(GEMINI_NAMES.accepts(name) for name in names)
+    assert all(LETTERS_DIGITS_DASHES.accepts(name) for name in names)
+    assert strictest([GEMINI_NAMES, GEMINI_NAMES]) is GEMINI_NAMES
