@@ -72,6 +72,15 @@ class ProviderConfig(Section):
         return TimeoutConfig(total=self.timeout)
 
 
+class PriceConfig(Finite):
+    """Our extension: USD per million tokens of one ``<provider name>/<model>``."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_read: float | None = Field(default=None, ge=0, description="Defaults to input.")
+    cache_write: float | None = Field(default=None, ge=0, description="Defaults to input.")
+
+
 class McpToolsRef(Section):
     server: str
     only: list[str] | None = None
@@ -202,6 +211,7 @@ class Config(Section):
     history: HistoryConfig = HistoryConfig()
     structured_output: StructuredOutputConfig = StructuredOutputConfig()
     limits: LimitsConfig = LimitsConfig()
+    pricing: dict[str, PriceConfig] = {}
 
     @property
     def proxy_auth(self) -> AuthScope | None:

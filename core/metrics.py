@@ -48,6 +48,12 @@ CIRCUIT_OPEN = Gauge(
     ["provider", "model"],
     multiprocess_mode="livemax",
 )
+COST = Counter(
+    "gateway_cost_usd",
+    "USD spent on upstream calls billed to users, by agent and the provider (name) and model "
+    "that answered (calls without a known price are not counted)",
+    ["agent", "provider", "model"],
+)
 BUDGET_REFUSALS = Counter("gateway_budget_refusals", "Requests refused by a token budget")
 JUDGE_SCORES = Histogram(
     "gateway_judge_score",
@@ -69,6 +75,9 @@ def observe_request(log: RequestLog) -> None:
         TOKENS.labels(log.agent, "prompt").inc(log.prompt_tokens)
     if log.completion_tokens:
         TOKENS.labels(log.agent, "completion").inc(log.completion_tokens)
+    if log.cost_usd:
+        provider, _, model = log.upstream.partition("/")
+        COST.labels(log.agent, provider, model).inc(log.cost_usd)
     if log.error.startswith("upstream_"):
         UPSTREAM_ERRORS.labels(log.provider, log.error).inc()
     elif log.error in BUDGET_REFUSAL_CODES:

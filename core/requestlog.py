@@ -23,6 +23,7 @@ class RequestLog:
     tokens: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cost_usd: float | None = 0.0  # None: a call of the turn has no known price
     status: int = 0
     error: str = ""
     latency_ms: float = 0.0

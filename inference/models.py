@@ -33,6 +33,9 @@ class LedgerEntry(models.Model):
     prompt_tokens = models.PositiveIntegerField()
     completion_tokens = models.PositiveIntegerField()
     total_tokens = models.PositiveIntegerField()
+    cached_tokens = models.PositiveIntegerField(default=0, db_default=0)
+    # Millionths of a USD for all of the turn's calls (None: one of them has no known price).
+    cost_micro_usd = models.BigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -42,6 +42,8 @@ async def serve(
     else:
         answer = await runner.complete(turn)
         response = json_response(reply.body(header, answer))
+        if (cost := answer.usage.cost_usd) is not None:
+            response["X-Gateway-Cost-Usd"] = f"{cost:.6f}"
     for name, value in runner.upstream_headers().items():
         response[name] = value
     return response

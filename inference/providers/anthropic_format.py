@@ -274,11 +274,17 @@ def _usage(usage: dict[str, Any] | None) -> Usage:
         prompt_tokens=_input_tokens(usage),
         completion_tokens=int(usage.get("output_tokens") or 0),
         cached_tokens=_cached_tokens(usage),
+        cache_write_tokens=_cache_writes(usage),
     )
 
 
 def _cached_tokens(usage: dict[str, Any]) -> int | None:
     value = usage.get("cache_read_input_tokens")
+    return int(value) if value is not None else None
+
+
+def _cache_writes(usage: dict[str, Any]) -> int | None:
+    value = usage.get("cache_creation_input_tokens")
     return int(value) if value is not None else None
 
 
@@ -297,6 +303,7 @@ class _StreamState:
     request: ChatRequest
     prompt_tokens: int = 0
     cached_tokens: int | None = None
+    cache_writes: int | None = None
     call_index: dict[int, int] = field(default_factory=dict)  # content block → tool call
     response_blocks: set[int] = field(default_factory=set)
     thinking: dict[int, dict[str, Any]] = field(default_factory=dict)  # block → so far
@@ -308,6 +315,7 @@ class _StreamState:
             usage = payload["message"].get("usage") or {}
             self.prompt_tokens = _input_tokens(usage)
             self.cached_tokens = _cached_tokens(usage)
+            self.cache_writes = _cache_writes(usage)
         elif kind == "content_block_start":
             return self._block_start(index, payload["content_block"])
         elif kind == "content_block_delta":
@@ -360,5 +368,11 @@ class _StreamState:
             completion = int(usage.get("output_tokens") or 0)
             cached = _cached_tokens(usage)
             cached = self.cached_tokens if cached is None else cached
-            events.append(UsageReport(Usage(prompt, completion, cached_tokens=cached)))
+            writes = _cache_writes(usage)
+            writes = self.cache_writes if writes is None else writes
+            events.append(
+                UsageReport(
+                    Usage(prompt, completion, cached_tokens=cached, cache_write_tokens=writes)
+                )
+            )
         return events

@@ -127,21 +127,36 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     # Of those, where the provider reports them (None: not reported): prompt tokens read
-    # from its cache, completion tokens spent reasoning.
+    # from its cache, prompt tokens written to it, completion tokens spent reasoning.
     cached_tokens: int | None = None
     reasoning_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    # What the calls cost, in millionths of a US dollar (inference.ledger.prices); None
+    # when a call's model has no known price.
+    cost_micro_usd: int | None = 0
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: "Usage") -> "Usage":
+        cost = (
+            None
+            if self.cost_micro_usd is None or other.cost_micro_usd is None
+            else self.cost_micro_usd + other.cost_micro_usd
+        )
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             _known_sum(self.cached_tokens, other.cached_tokens),
             _known_sum(self.reasoning_tokens, other.reasoning_tokens),
+            _known_sum(self.cache_write_tokens, other.cache_write_tokens),
+            cost,
         )
+
+    @property
+    def cost_usd(self) -> float | None:
+        return None if self.cost_micro_usd is None else self.cost_micro_usd / 1_000_000
 
 
 def _known_sum(first: int | None, second: int | None) -> int | None:

@@ -11,7 +11,8 @@ each fallback follows in order, with its own provider's retries; a prompt too lo
 model moves on to the next fallback at once. Other failures end the call.
 
 A stream is tried again only until its first content event went on: the events before
-it are held back, so a client never sees two beginnings.
+it are held back, so a client never sees two beginnings. Every answer's usage leaves
+priced (``inference.ledger.prices``).
 """
 
 import asyncio
@@ -23,6 +24,7 @@ from dataclasses import dataclass, replace
 
 from agents.schema import Config
 from core.metrics import observe_attempt
+from inference.ledger.prices import Price, price_of, priced
 from inference.providers.base import Provider, ProviderError
 from inference.providers.registry import ProviderClients
 from inference.providers.types import (
@@ -31,6 +33,8 @@ from inference.providers.types import (
     StreamEvent,
     TextDelta,
     ToolCallDelta,
+    Usage,
+    UsageReport,
 )
 from inference.routing.circuits import Circuits
 from inference.routing.deployments import Deployment, Route
@@ -45,6 +49,7 @@ class Attempt:
     outcome: str  # "ok", or the failure's error code
     status: int  # 200, or the status the failure maps to
     seconds: float
+    usage: Usage  # what it spent, priced (a failed attempt: nothing)
 
     def as_log(self) -> dict[str, object]:
         return {
@@ -91,6 +96,7 @@ class Upstream:
         self.attempts: list[Attempt] = []
         self.tries = 0  # attempts of the latest call, one under way included
         self.answered_by: Deployment | None = None
+        self._started = 0.0  # when the answering attempt began
 
     def headers(self) -> dict[str, str]:
         """What a response says of the latest call: the deployment that answered it and
@@ -101,7 +107,12 @@ class Upstream:
         return headers
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        return await self._call(request, _complete)
+        reply = await self._call(request, _complete)
+        deployment = self._answered()
+        usage = priced(reply.usage, self._price(deployment))
+        self.circuits.succeeded(deployment)
+        self._settled(deployment, "ok", 200, self._started, usage)
+        return replace(reply, usage=usage)
 
     async def stream(
         self, request: ChatRequest, *, held: bool = False
@@ -112,16 +123,23 @@ class Upstream:
         async def open_stream(provider: Provider, request: ChatRequest) -> _Opened:
             return await _open(provider, request, held)
 
-        opened = await self._call(request, open_stream, settle=False)
-        deployment = self.answered_by
-        assert deployment is not None
+        opened = await self._call(request, open_stream)
+        deployment = self._answered()
+        price = self._price(deployment)
+        usage = Usage()
         outcome, status = "cancelled", 499
         try:
             for event in opened.first:
+                if isinstance(event, UsageReport):
+                    usage = priced(event.usage, price)
+                    event = UsageReport(usage)
                 yield event
             if opened.rest is not None:
                 async with aclosing(opened.rest) as rest:  # type: ignore[type-var]
                     async for event in rest:
+                        if isinstance(event, UsageReport):
+                            usage = priced(event.usage, price)
+                            event = UsageReport(usage)
                         yield event
             outcome, status = "ok", 200
             self.circuits.succeeded(deployment)
@@ -133,13 +151,23 @@ class Upstream:
         finally:
             if outcome == "cancelled":
                 self.circuits.abandoned(deployment)
-            self._settled(deployment, outcome, status, opened.started)
+            self._settled(deployment, outcome, status, opened.started, usage)
+
+    def price(self) -> Price | None:
+        """The price of the deployment that answered the latest call, else of the first."""
+        return self._price(self.answered_by or self.route.deployments[0])
+
+    def _price(self, deployment: Deployment) -> Price | None:
+        return price_of(self.config, deployment.provider, deployment.model)
+
+    def _answered(self) -> Deployment:
+        assert self.answered_by is not None
+        return self.answered_by
 
     async def _call[T](
         self,
         request: ChatRequest,
         send: Callable[[Provider, ChatRequest], Awaitable[T]],
-        settle: bool = True,
     ) -> T:
         self.attempts, self.tries, self.answered_by = [], 0, None
         last: ProviderError | None = None
@@ -150,7 +178,7 @@ class Upstream:
             while deployment is not None:
                 tried.add(deployment)
                 try:
-                    return await self._attempt(deployment, request, send, settle)
+                    return await self._attempt(deployment, request, send)
                 except ProviderError as error:
                     if not (error.retryable or error.context_too_long):
                         raise
@@ -172,7 +200,7 @@ class Upstream:
         if last is not None:
             raise last
         # Every deployment's circuit is open: try the one that opened longest ago.
-        return await self._attempt(self.circuits.longest_open(self.route), request, send, settle)
+        return await self._attempt(self.circuits.longest_open(self.route), request, send)
 
     def _pick(self, stage: tuple[Deployment, ...], tried: set[Deployment]) -> Deployment | None:
         """An available deployment of ``stage`` by weight, one not tried yet if any is."""
@@ -195,8 +223,8 @@ class Upstream:
         deployment: Deployment,
         request: ChatRequest,
         send: Callable[[Provider, ChatRequest], Awaitable[T]],
-        settle: bool,
     ) -> T:
+        """One attempt; its success is settled by the caller, once the reply is priced."""
         await self.admit()
         self.tries += 1
         provider = self.providers.provider(deployment.provider, self.config)
@@ -216,17 +244,22 @@ class Upstream:
                 self.circuits.abandoned(deployment)
             self._settled(deployment, "cancelled", 499, started)
             raise
-        self.answered_by = deployment
-        if settle:
-            self.circuits.succeeded(deployment)
-            self._settled(deployment, "ok", 200, started)
+        self.answered_by, self._started = deployment, started
         return result
 
     def _failed(self, deployment: Deployment) -> None:
         self.circuits.failed(deployment, self.config.providers[deployment.provider].circuit)
 
-    def _settled(self, deployment: Deployment, outcome: str, status: int, started: float) -> None:
-        attempt = Attempt(deployment, outcome, status, time.perf_counter() - started)
+    def _settled(
+        self,
+        deployment: Deployment,
+        outcome: str,
+        status: int,
+        started: float,
+        usage: Usage | None = None,
+    ) -> None:
+        seconds = time.perf_counter() - started
+        attempt = Attempt(deployment, outcome, status, seconds, usage or Usage())
         self.attempts.append(attempt)
         self.journal.append(attempt)
         observe_attempt(deployment.provider, deployment.model, outcome)

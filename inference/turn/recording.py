@@ -96,5 +96,7 @@ def _ledger_row(record: TurnRecord) -> LedgerEntry:
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
         total_tokens=usage.total_tokens,
+        cached_tokens=usage.cached_tokens or 0,
+        cost_micro_usd=usage.cost_micro_usd,
         created_at=record.now,
     )

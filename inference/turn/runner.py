@@ -22,6 +22,7 @@ from inference.engine import Engine
 from inference.errors import ApiError
 from inference.ledger.budgets import admit_within_turn
 from inference.ledger.database import in_database
+from inference.ledger.prices import priced
 from inference.ledger.tokens import estimate_tokens
 from inference.providers.base import ProviderError
 from inference.providers.types import (
@@ -144,6 +145,7 @@ class TurnRunner:
                 upstream.answered_by.label,
             )
         self.log.tokens = usage.total_tokens
+        self.log.cost_usd = usage.cost_usd
         self.log.prompt_tokens, self.log.completion_tokens = (
             usage.prompt_tokens,
             usage.completion_tokens,
@@ -254,7 +256,7 @@ def _billed(turn: Turn, loop: ToolLoop) -> Usage:
     request = turn.call.request
     prompt = request.system + "".join(message.content for message in request.messages)
     partial = Usage(estimate_tokens(prompt), estimate_tokens("".join(current.text)))
-    return spent + partial
+    return spent + priced(partial, loop.upstream.price())
 
 
 async def _expire_exchanges() -> None:

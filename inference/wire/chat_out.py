@@ -79,7 +79,8 @@ class ChatCompletionFrames:
 
 
 def usage_body(usage: Usage) -> dict[str, Any]:
-    """The counts, and their details where the provider reported them."""
+    """The counts, their details where the provider reported them, and the cost in USD
+    where every call of the turn has a known price."""
     body: dict[str, Any] = {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
@@ -89,6 +90,8 @@ def usage_body(usage: Usage) -> dict[str, Any]:
         body["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
     if usage.reasoning_tokens is not None:
         body["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    if usage.cost_usd is not None:
+        body["cost"] = usage.cost_usd
     return body
 
 

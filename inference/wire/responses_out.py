@@ -236,16 +236,19 @@ def _response(
 
 
 def _usage(usage: Usage) -> dict[str, Any]:
-    return {
+    body: dict[str, Any] = {
         "input_tokens": usage.prompt_tokens,
         "input_tokens_details": {
             "cached_tokens": usage.cached_tokens or 0,
-            "cache_write_tokens": 0,
+            "cache_write_tokens": usage.cache_write_tokens or 0,
         },
         "output_tokens": usage.completion_tokens,
         "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens or 0},
         "total_tokens": usage.total_tokens,
     }
+    if usage.cost_usd is not None:
+        body["cost"] = usage.cost_usd
+    return body
 
 
 def _message(

@@ -38,7 +38,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         "background": (),
         "errors": ("providers",),
         "structured": ("errors", "providers"),
-        "routing": ("errors", "models", "providers", "status"),
+        "routing": ("errors", "ledger", "models", "providers", "status"),
         "wire": ("errors", "providers", "structured"),
         "ledger": ("errors", "models", "providers"),
         "tools": ("errors", "ledger", "models", "providers", "routing", "status", "structured"),

@@ -32,7 +32,9 @@ from tests.fakes.base import Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.upstreams import fake_base_url
 
-ROUND = Usage(prompt_tokens=11, completion_tokens=7)  # the fake's default
+# The fake's default usage, at the price the config gives the model (1 and 2 USD per
+# million input and output tokens): 11 + 14 micro-USD.
+ROUND = Usage(prompt_tokens=11, completion_tokens=7, cost_micro_usd=25)
 LOOKUP = ToolSpec("lookup", "Look a word up.", {"type": "object", "properties": {}})
 WEATHER = ToolSpec("get_weather", "The client's tool.", {"type": "object", "properties": {}})
 OWN = Toolbox(specs=(LOOKUP,), agent_tools={"lookup": AgentTool("mcp", "lookup", "words")})
@@ -65,6 +67,7 @@ async def provider(openai_fake: OpenAIUpstream) -> AsyncIterator[Connect]:
                 }
             },
             "agents": [{"name": "a", "provider": "openai", "model": "gpt-test"}],
+            "pricing": {"openai/gpt-test": {"input": 1.0, "output": 2.0}},
         }
     )
     route = route_of(config.agents[0])

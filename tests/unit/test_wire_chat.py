@@ -147,7 +147,7 @@ def test_a_whole_answer_is_one_chat_completion() -> None:
     answer = ChatResponse(
         text="",
         finish_reason="tool_calls",
-        usage=Usage(prompt_tokens=11, completion_tokens=7, cached_tokens=3),
+        usage=Usage(prompt_tokens=11, completion_tokens=7, cached_tokens=3, cost_micro_usd=1250),
         tool_calls=(ToolCall("call_9", "get_weather", "{}"),),
     )
     body = ChatCompletionReply().body(HEADER, answer)
@@ -167,6 +167,7 @@ def test_a_whole_answer_is_one_chat_completion() -> None:
         "completion_tokens": 7,
         "total_tokens": 18,
         "prompt_tokens_details": {"cached_tokens": 3},
+        "cost": 0.00125,
     }
 
 
@@ -186,7 +187,7 @@ async def frames(header: ReplyHeader, *items: StreamEvent) -> list[Any]:
 
 
 async def test_a_stream_starts_with_the_role_and_ends_with_done() -> None:
-    usage = Usage(prompt_tokens=2, completion_tokens=3)
+    usage = Usage(prompt_tokens=2, completion_tokens=3, cost_micro_usd=None)  # no known price
     sent = await frames(
         HEADER,
         TextDelta("Hel"),
