@@ -7,8 +7,8 @@ from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
 from adminui.context import AdminRequest
-from adminui.editing import config_file, mcp_state, provider_state, revisions
-from adminui.editing.collections import ItemDetails, collection_router
+from adminui.editing import config_file, mcp_state, prices, provider_state, revisions
+from adminui.editing.collections import Column, ItemDetails, collection_router
 from adminui.records import live, overview, scores
 from adminui.rendering.bodies import AdminParser, BodyError
 from adminui.rendering.errors import AdminError, error_response, refusal
@@ -47,16 +47,22 @@ api = AdminAPI(
 api.add_router("", overview.router)
 api.add_router("", scores.router)
 agent_details = ItemDetails("adminui/_agent_results.html", scores.agent_results)
-api.add_router("/agents", collection_router(AGENTS, AGENTS.schema, details=agent_details))
+agent_prices = Column("Price", prices.summaries)
+api.add_router(
+    "/agents",
+    collection_router(AGENTS, AGENTS.schema, column=agent_prices, details=agent_details),
+)
 api.add_router("/judges", collection_router(JUDGES, JUDGES.schema))
 experiment_details = ItemDetails("adminui/_experiment_results.html", scores.experiment_results)
 experiments_router = collection_router(EXPERIMENTS, EXPERIMENTS.schema, details=experiment_details)
 scores.add_stats_route(experiments_router)
 api.add_router("/experiments", experiments_router)
-providers_router = collection_router(PROVIDERS, ProviderCreate, states=provider_state.summaries)
+provider_states = Column("State", provider_state.summaries, "no deployment", "providers_state")
+providers_router = collection_router(PROVIDERS, ProviderCreate, column=provider_states)
 provider_state.add_state_route(providers_router)
 api.add_router("/providers", providers_router)
-mcp_router = collection_router(MCP, McpServerCreate, states=mcp_state.summaries)
+mcp_states = Column("State", mcp_state.summaries, "not running", "mcp_state")
+mcp_router = collection_router(MCP, McpServerCreate, column=mcp_states)
 mcp_state.add_state_route(mcp_router)
 api.add_router("/mcp", mcp_router)
 api.add_router("", config_file.router)

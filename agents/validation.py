@@ -29,6 +29,7 @@ def cross_validate(config: Config) -> list[str]:
         *_check_experiments(config),
         *_check_mcp(config),
         *_check_auth(config),
+        *_check_pricing(config),
     ]
 
 
@@ -264,6 +265,15 @@ def _check_mcp(config: Config) -> Iterator[str]:
 
 
 _REQUIRED_AUTH_FIELDS = {"basic": ("username", "password"), "oidc": ("issuer_url", "client_id")}
+
+
+def _check_pricing(config: Config) -> Iterator[str]:
+    for key in config.pricing:
+        provider, slash, model = key.partition("/")
+        if not (slash and model):
+            yield f"pricing.{key}: the key must be <provider name>/<model>"
+        elif provider not in config.providers:
+            yield f"pricing.{key}: provider '{provider}' is not configured"
 
 
 def _check_auth(config: Config) -> Iterator[str]:

@@ -37,7 +37,16 @@ def author_of(request: AdminRequest) -> store.Author:
     return store.Author(label, refuse=open_admin.refusal if admin_scope(request) is None else None)
 
 
-StateSummaries = Callable[[AdminRequest], dict[str, str]]
+@dataclass(frozen=True)
+class Column:
+    """One more column of the collection's table, also shown on each entry's page: a few
+    words per entry (by key), ``missing`` for an entry without any, and where the entry's
+    full state is (a URL name taking the key), if anywhere."""
+
+    title: str
+    summaries: Callable[[AdminRequest], dict[str, str]]
+    missing: str = ""
+    url_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,10 +60,10 @@ class ItemDetails:
 def collection_router(
     resource: Resource,
     create_schema: type[BaseModel],
-    states: StateSummaries | None = None,
+    column: Column | None = None,
     details: ItemDetails | None = None,
 ) -> Router:
-    """The collection's routes; ``states`` adds each entry's live state to its pages,
+    """The collection's routes; ``column`` adds a column to its pages (a live state),
     ``details`` more to each entry's page (an agent's scores, an experiment's results)."""
     section, singular, key_name = resource.section, resource.singular, resource.key_field
     schema = resource.schema
@@ -84,10 +93,10 @@ def collection_router(
         entries = store.entries(request.runtime.holder, resource)
         data = list(entries.values()) if resource.is_list else entries
         headers, rows = tables.headers(resource), tables.rows(resource, entries)
-        if states is not None and is_html(request):
-            summary = states(request)
-            headers = [*headers, "State"]
-            rows = [(key, [*cells, summary.get(key, "not running")]) for key, cells in rows]
+        if column is not None and is_html(request):
+            summary = column.summaries(request)
+            headers = [*headers, column.title]
+            rows = [(key, [*cells, summary.get(key, column.missing)]) for key, cells in rows]
         return respond(
             request, data, "adminui/collection.html", resource=resource, headers=headers, rows=rows
         )
@@ -150,8 +159,11 @@ def collection_router(
         response["ETag"] = etag
         more: dict[str, Any] = {}
         if is_html(request):
-            if states is not None:
-                more["state"] = states(request).get(key, "not running")
+            if column is not None:
+                more["state"] = column.summaries(request).get(key, column.missing)
+                more["state_title"] = column.title
+                if column.url_name is not None:
+                    more["state_url"] = reverse(f"admin:{column.url_name}", args=[key])
             if details is not None:
                 more = {**more, **details.context(request, key), "details": details.template}
         answer = respond(

@@ -47,7 +47,8 @@ class CohereProvider(Provider):
         return f"{self.base_url}/v2/chat"
 
     def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.settings.api_key}"}
+        key = self.settings.api_key
+        return {"Authorization": f"Bearer {key}"} if key else {}
 
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         body = await self.post_json(self.url, encode_request(request, stream=False))

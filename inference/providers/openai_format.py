@@ -47,7 +47,9 @@ class OpenAIFormatProvider(Provider):
         return f"{self.base_url}/chat/completions"
 
     def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.settings.api_key}"}
+        # A self-hosted server may need no key: no header rather than an empty one.
+        key = self.settings.api_key
+        return {"Authorization": f"Bearer {key}"} if key else {}
 
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         body = await self.post_json(self.url, encode_request(request, stream=False))

@@ -223,10 +223,14 @@ def _unpaired_tool_results(messages: list[dict[str, Any]]) -> Reply | None:
 
 
 def _input_usage(reply: Reply) -> dict[str, int]:
-    """Anthropic counts prompt tokens read from its cache apart from ``input_tokens``."""
-    usage = {"input_tokens": reply.prompt_tokens - reply.cached_tokens}
+    """Anthropic counts prompt tokens read from and written to its cache apart from
+    ``input_tokens``."""
+    uncached = reply.prompt_tokens - reply.cached_tokens - reply.cache_write_tokens
+    usage = {"input_tokens": uncached}
     if reply.cached_tokens:
         usage["cache_read_input_tokens"] = reply.cached_tokens
+    if reply.cache_write_tokens:
+        usage["cache_creation_input_tokens"] = reply.cache_write_tokens
     return usage
 
 

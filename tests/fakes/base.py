@@ -30,6 +30,7 @@ class Reply:
     completion_tokens: int = 7
     # Of those, reported as details where the format has them (0: not reported).
     cached_tokens: int = 0
+    cache_write_tokens: int = 0  # Anthropic's cache_creation_input_tokens
     reasoning_tokens: int = 0
     finish_reason: str = "stop"
     status: int = 200

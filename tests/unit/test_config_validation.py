@@ -202,6 +202,26 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         "agents[0].deployments[0].weight: input should be a finite number",
     ),
     (
+        "pricing key without a model",
+        _set("pricing", {"openai": {"input": 1, "output": 2}}),
+        "pricing.openai: the key must be <provider name>/<model>",
+    ),
+    (
+        "pricing of an unknown provider",
+        _set("pricing", {"azure/gpt-x": {"input": 1, "output": 2}}),
+        "pricing.azure/gpt-x: provider 'azure' is not configured",
+    ),
+    (
+        "price not negative",
+        _set("pricing", {"openai/ft": {"input": -1, "output": 2}}),
+        "pricing.openai/ft.input: input should be greater than or equal to 0",
+    ),
+    (
+        "price needs output",
+        _set("pricing", {"openai/ft": {"input": 1}}),
+        "pricing.openai/ft.output: field required",
+    ),
+    (
         "judge provider not configured",
         _set("judges.0.provider", "gemini"),
         "judges[0].provider: provider 'gemini' is not configured",

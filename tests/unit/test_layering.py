@@ -2,8 +2,8 @@
 
 ``core`` is the floor and imports none of the project's packages; ``agents`` (the
 config) builds only on ``core``; ``inference`` and ``adminui`` build on both, and the
-admin reads recorded data only through ``inference.ledger.queries`` and live state through
-``inference.status``; ``gateway`` is the top, wired in by the entry points, and imported
+admin reads recorded data only through ``inference.ledger.queries``, prices through
+``inference.ledger.prices`` and live state through ``inference.status``; ``gateway`` is the top, wired in by the entry points, and imported
 by no other package. Inside ``inference`` and ``adminui`` the same holds between their
 parts (sub-packages and top-level modules), and no module anywhere is part of an import
 circle, imports made only for type checking included.
@@ -26,7 +26,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "core": (),
     "agents": ("core",),
     "inference": ("core", "agents"),
-    "adminui": ("core", "agents", "inference.ledger.queries", "inference.status"),
+    "adminui": (
+        "core",
+        "agents",
+        "inference.ledger.prices",
+        "inference.ledger.queries",
+        "inference.status",
+    ),
     "gateway": ("core", "agents", "inference", "adminui"),
 }
 # What each part of a package may import from the package's other parts, lower parts first.
