@@ -170,6 +170,14 @@ class AuthScope(Section):
     basic: BasicAuth | None = None
     oidc: OidcAuth | None = None
     bind_user: bool = False  # our extension: the authenticated principal is the user id
+    # Our extension: minted sk-gw- keys are accepted (docs/cost-and-keys.md). The original
+    # format's ``tokens: {}`` means the same.
+    api_keys: bool = False
+    tokens: dict[str, object] | None = None
+
+    @property
+    def takes_api_keys(self) -> bool:
+        return self.api_keys or self.tokens is not None
 
 
 class AuthConfig(Section):

@@ -285,7 +285,11 @@ def _check_auth(config: Config) -> Iterator[str]:
             continue
         path = f"auth.{scope_name}"
         methods = [method for method in ("basic", "oidc") if getattr(scope, method) is not None]
-        if len(methods) != 1:
+        if scope.takes_api_keys and scope_name == "admin":
+            yield f"{path}.api_keys: API keys are for auth.proxy only"
+        elif scope.takes_api_keys and len(methods) > 1:
+            yield f"{path}: must configure at most one of basic or oidc beside api_keys"
+        elif not scope.takes_api_keys and len(methods) != 1:
             yield f"{path}: must configure exactly one of basic or oidc"
         for method in methods:
             settings = getattr(scope, method)

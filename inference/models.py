@@ -36,13 +36,34 @@ class LedgerEntry(models.Model):
     cached_tokens = models.PositiveIntegerField(default=0, db_default=0)
     # Millionths of a USD for all of the turn's calls (None: one of them has no known price).
     cost_micro_usd = models.BigIntegerField(null=True, blank=True)
+    api_key_id = models.IntegerField(null=True, blank=True)  # the minted key that paid
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         indexes = [
             models.Index(fields=["user_id", "created_at"], name="ledger_window"),
+            models.Index(fields=["api_key_id", "created_at"], name="ledger_by_key"),
             models.Index(fields=["experiment", "variant"], name="ledger_by_experiment"),
         ]
+
+
+class ApiKey(models.Model):
+    """A minted ``sk-gw-…`` key (inference.ledger.keys): only its SHA-256 digest is kept,
+    and the first characters to recognize it by. Revoked keys stay, for their spend."""
+
+    name = models.CharField(max_length=255)
+    user_id = models.CharField(max_length=255)  # the user every request with it is for
+    digest = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=16)
+    agents = models.JSONField(null=True, blank=True)  # the agents it may call (None: all)
+    rpm = models.PositiveIntegerField(null=True, blank=True)
+    tpm = models.PositiveIntegerField(null=True, blank=True)
+    budget_micro_usd = models.BigIntegerField(null=True, blank=True)
+    budget_window = models.CharField(max_length=8, default="total")  # total, day or month
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
 
 
 class ToolExchange(models.Model):
@@ -112,7 +133,12 @@ class BudgetReservation(models.Model):
 
     user_id = models.CharField(max_length=255)
     tokens = models.BigIntegerField()
+    micro_usd = models.BigIntegerField(default=0, db_default=0)  # its estimated cost
+    api_key_id = models.IntegerField(null=True, blank=True)  # the key it is held against
     expires_at = models.DateTimeField()
 
     class Meta:
-        indexes = [models.Index(fields=["user_id", "expires_at"], name="reservation_lookup")]
+        indexes = [
+            models.Index(fields=["user_id", "expires_at"], name="reservation_lookup"),
+            models.Index(fields=["api_key_id", "expires_at"], name="reservation_by_key"),
+        ]

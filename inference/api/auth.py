@@ -1,14 +1,83 @@
 """``auth.proxy``: who may call ``/v1``.
 
-The principal comes from ``core.auth.credentials``; here a missing or refused credential
-becomes an ``ApiError``: 401 with the challenge of the configured scheme, or 503 when the
-identity provider cannot be reached to check a token.
+A bearer ``sk-gw-…`` is a minted API key when ``auth.proxy.api_keys`` is on: its user is
+the principal. Anything else goes to Basic or OIDC (``core.auth.credentials``). A missing
+or refused credential becomes an ``ApiError``: 401 with the challenge of the configured
+scheme, or 503 when the identity provider cannot be reached to check a token.
 """
+
+import time
+from dataclasses import dataclass
+
+from django.utils import timezone
 
 from agents.schema import AuthScope
 from core.auth.credentials import principal
 from core.auth.oidc import InvalidToken, ProviderUnavailable
 from inference.errors import ApiError
+from inference.ledger.database import in_database
+from inference.ledger.keys import PREFIX, KeyGrant, digest_of, grant_for
+
+# How long a key's record is trusted without asking the database again: a revoked key
+# is refused by every process within this many seconds.
+KEY_RECHECK_SECONDS = 1.0
+_MAX_REMEMBERED_KEYS = 10_000
+
+
+class KeyCache:
+    """Each key's grant (or refusal), as the database said it less than
+    ``KEY_RECHECK_SECONDS`` ago: a burst of requests with one key costs one query."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[KeyGrant | None, float]] = {}
+
+    async def grant(self, secret: str) -> KeyGrant | None:
+        digest = digest_of(secret)
+        now = time.monotonic()
+        seen = self._seen.get(digest)
+        if seen is not None and now - seen[1] < KEY_RECHECK_SECONDS:
+            return seen[0]
+        found = await in_database(grant_for, digest, timezone.now())
+        if len(self._seen) >= _MAX_REMEMBERED_KEYS:
+            self._seen.clear()  # a flood of made-up keys must not grow memory
+        self._seen[digest] = (found, now)
+        return found
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the principal, and the API key it came with (if any)."""
+
+    principal: str
+    key: KeyGrant | None = None
+
+
+async def authenticate_caller(
+    authorization: str | None, scope: AuthScope, keys: KeyCache
+) -> Caller:
+    """The caller of a request to ``/v1`` under ``auth.proxy``, else ``ApiError``."""
+    if scope.takes_api_keys:
+        kind, _, token = (authorization or "").partition(" ")
+        token = token.strip()
+        if kind.lower() == "bearer" and token.startswith(PREFIX):
+            grant = await keys.grant(token)
+            if grant is None:
+                raise _invalid_key("The API key is not valid (unknown, revoked or expired)")
+            return Caller(grant.user, grant)
+        if scope.basic is None and scope.oidc is None:
+            raise _invalid_key("An API key is required (Authorization: Bearer sk-gw-…)")
+    return Caller(await authenticate(authorization, scope))
+
+
+def _invalid_key(message: str) -> ApiError:
+    return ApiError(
+        401,
+        message,
+        code="invalid_api_key",
+        error_type="invalid_request_error",
+        headers={"WWW-Authenticate": _BEARER_CHALLENGE},
+    )
+
 
 _BASIC_CHALLENGE = 'Basic realm="gateway", charset="UTF-8"'
 _BEARER_CHALLENGE = 'Bearer realm="gateway"'

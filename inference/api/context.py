@@ -7,6 +7,7 @@ from django.http import HttpRequest
 from agents.snapshot import ConfigHolder
 from core.requestlog import RequestLog
 from inference.engine import Engine
+from inference.ledger.keys import KeyGrant
 
 
 class InferenceRuntime(Protocol):
@@ -20,5 +21,6 @@ class InferenceRequest(HttpRequest):
     runtime: InferenceRuntime
     log: RequestLog
     bound_user: str | None  # the principal, when auth.proxy.bind_user (ProxyAuthMiddleware)
+    api_key: KeyGrant | None  # the minted key the request came with
     # A body over 1 MiB, parsed off the event loop (or the ValueError it raised); else None.
     parsed_body: Any

@@ -12,7 +12,7 @@ from agents.schema import Config
 from core.asyncmiddleware import AsyncMiddleware
 from core.bodylimit import MIB, too_large, without_body
 from core.paths import is_v1_path
-from inference.api.auth import authenticate
+from inference.api.auth import KeyCache, authenticate_caller
 from inference.api.context import InferenceRequest
 from inference.errors import ApiError
 
@@ -55,6 +55,7 @@ class ProxyAuthGate:
     def __init__(self, app: Any, config: Callable[[], Config | None]) -> None:
         self.app = app
         self.config = config
+        self.keys = KeyCache()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         config = self.config()
@@ -63,11 +64,13 @@ class ProxyAuthGate:
             await self.app(scope, receive, send)
             return
         try:
-            principal = await authenticate(_header(scope, b"authorization"), proxy)
+            caller = await authenticate_caller(_header(scope, b"authorization"), proxy, self.keys)
         except ApiError as refusal:
             await self.app({**scope, _REFUSAL: refusal}, without_body(receive), send)
             return
-        await self.app({**scope, _PRINCIPAL: principal if proxy.bind_user else None}, receive, send)
+        # A key's user is always the request's; another principal only with bind_user.
+        bound = caller.principal if proxy.bind_user or caller.key is not None else None
+        await self.app({**scope, _PRINCIPAL: bound, _KEY: caller.key}, receive, send)
 
 
 class ProxyAuthMiddleware(AsyncMiddleware):
@@ -92,6 +95,7 @@ class ProxyAuthMiddleware(AsyncMiddleware):
             v1_request.log.error = refusal.code or refusal.error_type
             return refusal.response()
         v1_request.bound_user = scope.get(_PRINCIPAL)
+        v1_request.api_key = scope.get(_KEY)
         v1_request.parsed_body = None
         if int(request.META.get("CONTENT_LENGTH") or 0) > MIB:
             v1_request.parsed_body = await asyncio.to_thread(_parsed, request)
@@ -107,6 +111,7 @@ def _parsed(request: HttpRequest) -> Any:
 
 _REFUSAL = "gateway.auth_refusal"
 _PRINCIPAL = "gateway.principal"
+_KEY = "gateway.api_key"
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:

@@ -32,7 +32,9 @@ async def serve(
 ) -> HttpResponseBase:
     holder, engine = request.runtime.holder, request.runtime.engine
     config = live_config(holder.config, holder.problems)
-    turn = await prepare_turn(client, config, engine, request.log, id_prefix=id_prefix)
+    turn = await prepare_turn(
+        client, config, engine, request.log, id_prefix=id_prefix, key=request.api_key
+    )
     runner = TurnRunner(config, engine, request.log)
     header = ReplyHeader(turn.completion_id, turn.created, turn.requested_model, turn.include_usage)
     response: HttpResponseBase

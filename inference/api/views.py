@@ -46,9 +46,9 @@ api = NinjaAPI(
 async def list_models(request: InferenceRequest) -> HttpResponse:
     holder = request.runtime.holder
     config = live_config(holder.config, holder.problems)
-    return json_response(
-        {"object": "list", "data": [_model(agent.name) for agent in config.agents]}
-    )
+    key = request.api_key
+    names = [agent.name for agent in config.agents if key is None or key.allows(agent.name)]
+    return json_response({"object": "list", "data": [_model(name) for name in names]})
 
 
 @api.get("/models/{path:model_id}")

@@ -19,6 +19,7 @@ from django.db import connection, transaction
 from django.db.models import Q, Sum
 
 from inference.errors import ApiError
+from inference.ledger.keys import KeyGrant, check_key
 from inference.models import BudgetReservation, LedgerEntry
 
 # A reservation a crashed process never settled stops counting after this long.
@@ -48,17 +49,34 @@ def reservation_size(prompt_tokens: int, max_tokens: int | None) -> int:
     return min(MAX_RESERVATION, prompt_tokens + completion)
 
 
-def reserve(user_id: str, caps: tuple[TokenCap, ...], tokens: int, now: datetime) -> int | None:
-    """Check the caps (429) and reserve ``tokens`` for the request, in one transaction.
-    The reservation's id, or None when the request carries no caps (nothing to hold)."""
-    if not caps:
+def reserve(
+    user_id: str,
+    caps: tuple[TokenCap, ...],
+    tokens: int,
+    now: datetime,
+    key: KeyGrant | None = None,
+    micro_usd: int = 0,
+) -> int | None:
+    """Check the caps and the API key's limits (429) and reserve ``tokens`` (and
+    ``micro_usd``, the estimated cost) for the request, in one transaction. The
+    reservation's id, or None when nothing limits the request (nothing to hold)."""
+    limited_key = key if key is not None and key.limited else None
+    if not caps and limited_key is None:
         return None
     with transaction.atomic():
-        _lock_user(user_id)
+        _lock(f"budget:{user_id}")
+        if limited_key is not None:
+            _lock(f"key:{limited_key.id}")
         BudgetReservation.objects.filter(user_id=user_id, expires_at__lte=now).delete()
         check_budgets(user_id, caps, now)
+        if limited_key is not None:
+            check_key(limited_key, tokens, now)
         reservation = BudgetReservation.objects.create(
-            user_id=user_id, tokens=tokens, expires_at=now + RESERVATION_TTL
+            user_id=user_id,
+            tokens=tokens,
+            micro_usd=micro_usd,
+            api_key_id=limited_key.id if limited_key is not None else None,
+            expires_at=now + RESERVATION_TTL,
         )
     return reservation.id
 
@@ -68,13 +86,12 @@ def release(reservation: int) -> None:
     BudgetReservation.objects.filter(id=reservation).delete()
 
 
-def _lock_user(user_id: str) -> None:
-    """Serialize budget checks of one user across processes until the transaction ends."""
+def _lock(name: str) -> None:
+    """Serialize budget checks of one user (or key) across processes until the
+    transaction ends."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"budget:{user_id}"]
-            )
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [name])
     # SQLite: the transaction began IMMEDIATE (settings), holding the database's write lock.
 
 

@@ -1,16 +1,33 @@
-"""Who the request is for: the authenticated principal when ``auth.proxy.bind_user`` is on
-(nothing the client sends can override it), else ``safety_identifier``, else ``user``, else
-the ``X-User-Id`` header, else the config's ``default_user_id``."""
+"""Who the request is for: an API key's user (a request that names another user is
+refused), else the authenticated principal when ``auth.proxy.bind_user`` is on (nothing
+the client sends can override it), else ``safety_identifier``, else ``user``, else the
+``X-User-Id`` header, else the config's ``default_user_id``."""
 
 from agents.schema import Config
-from inference.errors import invalid_request
+from inference.errors import ApiError, invalid_request
+from inference.ledger.keys import KeyGrant
 from inference.wire.client_request import ClientRequest
 from inference.wire.wellformed import has_lone_surrogate
 
 MAX_USER_ID_LENGTH = 255  # the width of the user_id columns
 
 
-def resolve_user_id(client: ClientRequest, config: Config) -> str:
+def resolve_user_id(client: ClientRequest, config: Config, key: KeyGrant | None = None) -> str:
+    if key is not None:
+        for field, named in (
+            ("safety_identifier", client.safety_identifier),
+            ("user", client.user),
+            ("X-User-Id", client.header_user),
+        ):
+            if named is not None and named.strip() and named != key.user:
+                raise ApiError(
+                    403,
+                    f"{field} names another user than the API key's: a key acts for its own "
+                    "user only",
+                    code="permission_denied",
+                    param=field,
+                )
+        return key.user
     for field, candidate in (
         ("the authenticated principal", client.bound_user),
         ("safety_identifier", client.safety_identifier),

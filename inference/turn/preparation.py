@@ -10,7 +10,7 @@ import asyncio
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 
@@ -23,8 +23,10 @@ from inference.errors import ApiError, invalid_request
 from inference.ledger.budgets import release, reservation_size, reserve
 from inference.ledger.database import in_database
 from inference.ledger.history import load_history
+from inference.ledger.keys import KeyGrant
+from inference.ledger.prices import price_of
 from inference.ledger.tokens import estimate_tokens
-from inference.providers.types import ChatRequest, Message
+from inference.providers.types import ChatRequest, Message, Usage
 from inference.routing.deployments import Route, route_of
 from inference.routing.experiments import Arm, Routing, bandit_arms, route
 from inference.tools.exchanges import load_exchanges, with_exchanges
@@ -81,6 +83,7 @@ class Turn:
     user_text: str
     include_usage: bool
     reservation: int | None = None  # settled by the turn's ledger row
+    key_id: int | None = None  # the minted API key that pays for it
 
     @property
     def agent(self) -> AgentConfig:
@@ -98,16 +101,25 @@ async def prepare_turn(
     engine: Engine,
     log: RequestLog,
     id_prefix: str = "chatcmpl-",
+    key: KeyGrant | None = None,
 ) -> Turn:
-    user_id = resolve_user_id(client, config)
+    user_id = resolve_user_id(client, config, key)
     log.user = user_id
+    if key is not None and not key.allows(client.model):
+        raise ApiError(
+            403,
+            f"This API key may not call '{client.model}' (it may call: {', '.join(key.agents or ())})",
+            code="model_not_allowed",
+            param="model",
+        )
     options = parse_options(client.metadata)
-    if _reads_nothing(config, client, options):
+    if _reads_nothing(config, client, options, key):
         stored = Stored(reservation=None, history=[], exchanges={}, arms={})
     else:
-        stored = await _stored(config, client, engine, user_id, options)
+        stored = await _stored(config, client, engine, user_id, options, key)
     try:
-        return await _turn(client, config, engine, log, id_prefix, user_id, options, stored)
+        turn = await _turn(client, config, engine, log, id_prefix, user_id, options, stored)
+        return replace(turn, key_id=key.id if key is not None else None)
     except BaseException:
         # The turn never reached the call whose recording settles the reservation.
         if stored.reservation is not None:
@@ -116,14 +128,19 @@ async def prepare_turn(
 
 
 async def _stored(
-    config: Config, client: ClientRequest, engine: Engine, user_id: str, options: RequestOptions
+    config: Config,
+    client: ClientRequest,
+    engine: Engine,
+    user_id: str,
+    options: RequestOptions,
+    key: KeyGrant | None,
 ) -> Stored:
     """What the turn needs from the database. The call's unit of work commits even if the
     request is cancelled while it runs (a client that went away): its reservation is then
     released in the background rather than held until it expires."""
     now = timezone.now()
     reading = asyncio.ensure_future(
-        in_database(_before_the_call, config, client, user_id, options, now)
+        in_database(_before_the_call, config, client, user_id, options, now, key)
     )
     try:
         return await asyncio.shield(reading)
@@ -217,7 +234,12 @@ def live_config(config: Config | None, problems: list[str]) -> Config:
 
 
 def _before_the_call(
-    config: Config, client: ClientRequest, user_id: str, options: RequestOptions, now: datetime
+    config: Config,
+    client: ClientRequest,
+    user_id: str,
+    options: RequestOptions,
+    now: datetime,
+    key: KeyGrant | None,
 ) -> Stored:
     replays = _replays(config, client, options)
     history = load_history(user_id, client.model, config.history) if replays else []
@@ -225,16 +247,20 @@ def _before_the_call(
     exchanges = load_exchanges(user_id, call_ids, now)
     arms = bandit_arms(config, client.model, now)
     # Last: nothing that may fail comes between the reservation and its return.
-    tokens = _reservation_tokens(config, client, history)
-    reservation = reserve(user_id, options.caps, tokens, now)
+    tokens, micro_usd = _reservation_size(config, client, history)
+    reservation = reserve(user_id, options.caps, tokens, now, key, micro_usd)
     return Stored(reservation, history, exchanges, arms)
 
 
-def _reads_nothing(config: Config, client: ClientRequest, options: RequestOptions) -> bool:
-    """Whether the turn needs nothing from the database (no budget to check, no history to
-    replay, no tool round to restore, no experiment to route), so it skips the call."""
+def _reads_nothing(
+    config: Config, client: ClientRequest, options: RequestOptions, key: KeyGrant | None
+) -> bool:
+    """Whether the turn needs nothing from the database (no budget or key limit to check,
+    no history to replay, no tool round to restore, no experiment to route), so it skips
+    the call."""
     return (
         not options.caps
+        and not (key is not None and key.limited)
         and not _replays(config, client, options)
         and not any(message.tool_calls for message in client.messages)
         and config.experiment(client.model) is None
@@ -248,19 +274,25 @@ def _replays(config: Config, client: ClientRequest, options: RequestOptions) -> 
     return not (client.manages_history or stateless)
 
 
-def _reservation_tokens(config: Config, client: ClientRequest, history: list[Message]) -> int:
-    """The estimated prompt plus the reply's limit. The prompt: the longest preamble of the
-    agents the model may route to, the replayed history, the request's system part and its
-    messages."""
+def _reservation_size(
+    config: Config, client: ClientRequest, history: list[Message]
+) -> tuple[int, int]:
+    """The estimated prompt plus the reply's limit, in tokens and in micro-USD at the
+    dearest price of the agents the model may route to. The prompt: the longest preamble
+    of those agents, the replayed history, the request's system part and its messages."""
     agents = [config.agent(client.model)]
     if (experiment := config.experiment(client.model)) is not None:
         agents = [config.agent(variant.agent) for variant in experiment.variants]
-    preamble = max(
-        (estimate_tokens(agent.preamble) for agent in agents if agent is not None), default=0
-    )
+    served = [agent for agent in agents if agent is not None]
+    preamble = max((estimate_tokens(agent.preamble) for agent in served), default=0)
     prompt = (
         "".join(message.content for message in history)
         + "".join(client.system)
         + "".join(message.content for message in client.messages)
     )
-    return reservation_size(estimate_tokens(prompt) + preamble, client.sampling.max_tokens)
+    tokens = reservation_size(estimate_tokens(prompt) + preamble, client.sampling.max_tokens)
+    prompt_tokens = estimate_tokens(prompt) + preamble
+    usage = Usage(prompt_tokens, max(0, tokens - prompt_tokens))
+    prices = [price_of(config, agent.provider, agent.model) for agent in served]
+    micro_usd = max((price.cost(usage) for price in prices if price is not None), default=0)
+    return tokens, micro_usd

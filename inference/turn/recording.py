@@ -98,5 +98,6 @@ def _ledger_row(record: TurnRecord) -> LedgerEntry:
         total_tokens=usage.total_tokens,
         cached_tokens=usage.cached_tokens or 0,
         cost_micro_usd=usage.cost_micro_usd,
+        api_key_id=turn.key_id,
         created_at=record.now,
     )

@@ -175,7 +175,7 @@ def test_a_reservation_counts_the_preamble_and_the_replayed_history() -> None:
         body = ChatCompletionIn.model_validate(
             {"model": model, "max_tokens": 10, "messages": [{"role": "user", "content": "x" * 40}]}
         )
-        stored = _before_the_call(config, from_chat_completion(body), "u", options, NOW)
+        stored = _before_the_call(config, from_chat_completion(body), "u", options, NOW, None)
         sizes[model] = BudgetReservation.objects.get(id=stored.reservation).tokens
     # history 1600 chars (400) + the message (10) + the reply's limit (10), and the
     # preamble: the agent's own (10), or the longest of the experiment's variants (100).

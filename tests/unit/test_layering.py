@@ -60,7 +60,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "tools",
             "wire",
         ),
-        "api": ("engine", "errors", "providers", "turn", "wire"),
+        "api": ("engine", "errors", "ledger", "providers", "turn", "wire"),
         "migrations": (),
     },
     "adminui": {
