@@ -100,8 +100,10 @@ def check_budgets(user_id: str, caps: tuple[TokenCap, ...], now: datetime) -> No
     reached its cap."""
     if not caps:
         return
-    used = usage_in_windows(user_id, {cap.window: cap.seconds for cap in caps}, now)
+    # Reservations before the ledger: a request that ends between the two reads is then
+    # counted twice (its reservation and its ledger row), never missed.
     reserved = reserved_tokens(user_id, now)
+    used = usage_in_windows(user_id, {cap.window: cap.seconds for cap in caps}, now)
     for cap in caps:
         spent = used[cap.window]
         if spent >= cap.cap:
@@ -140,8 +142,8 @@ def admit_within_turn(
     """Raise 429 when the tokens a turn has spent so far, with the user's billed usage and
     what their other requests reserve, reached a cap: the turn makes no further call. (The
     turn's own reservation stands for the whole turn and is not counted beside it.)"""
+    others = reserved_tokens(user_id, now, excluding=reservation)  # first, as above
     used = usage_in_windows(user_id, {cap.window: cap.seconds for cap in caps}, now)
-    others = reserved_tokens(user_id, now, excluding=reservation)
     for cap in caps:
         before = used[cap.window]
         if before + others + spent < cap.cap:

@@ -23,7 +23,8 @@ from django.db.models import Count, Q, Sum
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference.errors import ApiError
-from inference.models import ApiKey, BudgetReservation, LedgerEntry
+from inference.models import ApiKey as ApiKey  # the record, for the admin
+from inference.models import BudgetReservation, LedgerEntry
 
 PREFIX = "sk-gw-"
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -163,10 +164,13 @@ def check_key(grant: KeyGrant, tokens: int, now: datetime) -> None:
     seconds = WINDOW_SECONDS[grant.budget_window]
     spent_filter = Q(created_at__gt=now - timedelta(seconds=seconds)) if seconds else Q()
     sums["spent"] = Sum("cost_micro_usd", filter=spent_filter)
-    billed = LedgerEntry.objects.filter(api_key_id=grant.id).aggregate(**sums)
+    # Reservations before the ledger: a request that ends between the two reads (its
+    # reservation replaced by its ledger row, committed) is then counted twice, never
+    # missed.
     held = BudgetReservation.objects.filter(api_key_id=grant.id, expires_at__gt=now).aggregate(
         requests=Count("id"), tokens=Sum("tokens"), spent=Sum("micro_usd")
     )
+    billed = LedgerEntry.objects.filter(api_key_id=grant.id).aggregate(**sums)
     if grant.budget_micro_usd is not None:
         spent = (billed["spent"] or 0) + (held["spent"] or 0)
         if spent >= grant.budget_micro_usd:
@@ -213,3 +217,15 @@ def _minute_wait(key_id: int, now: datetime) -> int:
     if oldest is None:
         return 1
     return max(1, math.ceil((oldest + MINUTE - now).total_seconds()))
+
+
+def keys_before(before_id: int | None, limit: int) -> list[ApiKey]:
+    """Keys newest first, below ``before_id`` (a page of the admin's list)."""
+    rows = ApiKey.objects.order_by("-id")
+    if before_id is not None:
+        rows = rows.filter(id__lt=before_id)
+    return list(rows[:limit])
+
+
+def key_by_id(key_id: int) -> ApiKey | None:
+    return ApiKey.objects.filter(id=key_id).first()

@@ -29,6 +29,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "adminui": (
         "core",
         "agents",
+        "inference.ledger.keys",
         "inference.ledger.prices",
         "inference.ledger.queries",
         "inference.status",
@@ -62,6 +63,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "api": ("engine", "errors", "ledger", "providers", "turn", "wire"),
         "migrations": (),
+        "management": ("ledger",),
     },
     "adminui": {
         "context": (),

@@ -1,0 +1,324 @@
+"""Minted API keys on ``/v1``, with the official OpenAI SDK: a key's user, its agents, its
+rate and spend limits (exact under concurrency, on SQLite and PostgreSQL), revocation,
+and the admin routes and management commands that manage keys."""
+
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser import chromium_page, shot
+from tests.fakes.base import FakeUpstream, Reply
+from tests.polling import wait_for
+from tests.server import PROJECT_DIR, GatewayServer
+
+JSON = {"Accept": "application/json"}
+# One token costs exactly 1000 micro-USD, so a call's cost is its tokens in thousandths.
+CONFIG = """\
+auth: {{proxy: {{api_keys: true}}}}
+providers:
+  openai: {{api_key: sk-upstream, base_url: '{url}', retries: {{attempts: 0}}}}
+agents:
+  - {{name: assistant, provider: openai, model: priced}}
+  - {{name: other, provider: openai, model: priced}}
+pricing:
+  "openai/priced": {{input: 1000, output: 1000}}
+"""
+
+
+def config_text(fake: FakeUpstream) -> str:
+    return CONFIG.format(url=getattr(fake, "base_url", fake.url))
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, upstreams: dict[str, FakeUpstream]
+) -> Iterator[GatewayServer]:
+    gateway = GatewayServer(
+        tmp_path_factory.mktemp("keys"), config_text(upstreams["openai"])
+    ).start()
+    yield gateway
+    gateway.stop()
+
+
+def mint(server: GatewayServer, **fields: Any) -> dict[str, Any]:
+    body = {"name": "test key", "user": f"user-{uuid.uuid4().hex[:8]}", **fields}
+    response = httpx.post(f"{server.url}/admin/keys", json=body, timeout=10)
+    assert response.status_code == 201, response.text
+    created: dict[str, Any] = response.json()
+    return created
+
+
+def sdk(server: GatewayServer, key: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0)
+
+
+def say(client: openai.OpenAI, model: str = "assistant", **options: Any) -> Any:
+    return client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "x"}], **options
+    )
+
+
+def test_a_minted_key_calls_as_its_user_and_is_shown_only_once(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    created = mint(server)
+    assert created["key"].startswith("sk-gw-") and len(created["key"]) > 40
+    assert created["prefix"] == created["key"][:12]
+
+    fakes["openai"].script(Reply.of_text("Hello, key holder."))
+    answer = say(sdk(server, created["key"]))
+
+    assert answer.choices[0].message.content == "Hello, key holder."
+    listed = httpx.get(f"{server.url}/admin/keys", headers=JSON, timeout=10)
+    assert created["key"] not in listed.text
+    shown = httpx.get(f"{server.url}/admin/keys/{created['id']}", headers=JSON, timeout=10).json()
+    assert "key" not in shown and shown["user"] == created["user"]
+    assert shown["spent_usd"] == pytest.approx(0.018)  # the fake's 11 + 7 tokens
+    assert shown["last_used_at"] is not None
+    history = httpx.get(
+        f"{server.url}/admin/conversations",
+        params={"user": created["user"]},
+        headers=JSON,
+        timeout=10,
+    ).json()
+    assert [row["content"] for row in history["data"]] == ["Hello, key holder.", "x"]
+
+
+def test_requests_without_a_valid_key_are_refused(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    for key in ("sk-gw-madeup0000000000000000000000000000000000", "not-a-key"):
+        with pytest.raises(openai.AuthenticationError) as refused:
+            say(sdk(server, key))
+        assert refused.value.code == "invalid_api_key"
+    assert fakes["openai"].requests == []
+
+
+def test_a_revoked_key_is_refused_within_a_second(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    created = mint(server)
+    client = sdk(server, created["key"])
+    say(client)
+
+    revoked = httpx.delete(f"{server.url}/admin/keys/{created['id']}", timeout=10)
+    assert revoked.status_code == 200 and revoked.json()["revoked_at"] is not None
+    time.sleep(1.05)
+
+    with pytest.raises(openai.AuthenticationError):
+        say(client)
+
+
+def test_a_key_acts_for_its_own_user_only(server: GatewayServer) -> None:
+    created = mint(server)
+
+    with pytest.raises(openai.PermissionDeniedError) as refused:
+        say(sdk(server, created["key"]), safety_identifier="someone-else")
+
+    assert refused.value.code == "permission_denied"
+
+
+def test_a_key_limited_to_agents_sees_and_calls_only_those(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    created = mint(server, agents=["assistant"])
+    client = sdk(server, created["key"])
+
+    assert [model.id for model in client.models.list()] == ["assistant"]
+    with pytest.raises(openai.PermissionDeniedError) as refused:
+        say(client, model="other")
+    assert refused.value.code == "model_not_allowed"
+    assert fakes["openai"].requests == []
+
+
+def test_a_spent_budget_refuses_before_any_upstream_call(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    created = mint(server, budget_usd=0.03)
+    client = sdk(server, created["key"])
+    say(client)
+    say(client)  # 0.018 spent, under the budget: served, and 0.036 spent
+
+    with pytest.raises(openai.RateLimitError) as refused:
+        say(client)
+
+    assert refused.value.code == "insufficient_quota"
+    assert refused.value.type == "insufficient_quota"
+    assert len(fakes["openai"].requests) == 2
+
+
+def test_requests_per_minute_are_limited_with_retry_after(server: GatewayServer) -> None:
+    created = mint(server, rpm=2)
+    client = sdk(server, created["key"])
+    say(client)
+    say(client)
+
+    with pytest.raises(openai.RateLimitError) as refused:
+        say(client)
+
+    assert refused.value.code == "rate_limit_exceeded"
+    wait = int(refused.value.response.headers["retry-after"])
+    assert 1 <= wait <= 60
+
+
+BUDGET = 0.1
+# Each call: 1 prompt token and 7 completion tokens at $1000 per million, as estimated
+# before it (a one-character message, max_tokens 7), so an estimate is the real cost.
+CALL = 0.008
+
+
+def flood(urls: list[str], key: str) -> list[float]:
+    def one(index: int) -> float:
+        response = httpx.post(
+            f"{urls[index % len(urls)]}/v1/chat/completions",
+            headers={"Authorization": f"Bearer {key}"},
+            json={
+                "model": "assistant",
+                "messages": [{"role": "user", "content": "x"}],
+                "max_tokens": 7,
+            },
+            timeout=60,
+        )
+        if response.status_code == 429:
+            assert response.json()["error"]["code"] == "insufficient_quota", response.text
+            return 0.0
+        assert response.status_code == 200, response.text
+        return float(response.json()["usage"]["cost"])
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        return list(pool.map(one, range(50)))
+
+
+def assert_within_one_call_of_the_budget(spent: list[float]) -> None:
+    served = [cost for cost in spent if cost]
+    assert served and len(served) < len(spent)
+    assert all(cost == pytest.approx(CALL) for cost in served)
+    assert sum(served) <= BUDGET + CALL + 1e-9, (len(served), sum(served))
+
+
+def slow_cheap_replies(fake: FakeUpstream) -> None:
+    fake.answer_when(
+        lambda recorded: True,
+        Reply.of_text("ok", prompt_tokens=1, completion_tokens=7, delay=0.2),
+    )
+
+
+def test_fifty_concurrent_requests_overshoot_a_budget_by_at_most_one_request(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    slow_cheap_replies(fakes["openai"])
+    created = mint(server, budget_usd=BUDGET)
+
+    assert_within_one_call_of_the_budget(flood([server.url], created["key"]))
+
+
+@pytest.mark.slow
+def test_two_processes_on_postgresql_share_a_keys_budget(
+    tmp_path: Path, fakes: dict[str, FakeUpstream], postgres_url: str
+) -> None:
+    slow_cheap_replies(fakes["openai"])
+    first = GatewayServer(tmp_path, config_text(fakes["openai"]), database_url=postgres_url).start()
+    second = GatewayServer(tmp_path, None, database_url=postgres_url).start()
+    try:
+        created = mint(first, budget_usd=BUDGET)
+        assert_within_one_call_of_the_budget(flood([first.url, second.url], created["key"]))
+    finally:
+        first.stop()
+        second.stop()
+
+
+def manage(server: GatewayServer, *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(PROJECT_DIR / "manage.py"), *arguments],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=server.env,
+        timeout=60,
+    )
+
+
+def test_management_commands_create_list_and_revoke_keys(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    created = manage(server, "create_api_key", "--user", "cli-user", "--name", "ci", "--rpm", "5")
+    assert created.returncode == 0, created.stderr
+    key = created.stdout.strip()
+    assert key.startswith("sk-gw-") and "\n" not in key
+
+    assert say(sdk(server, key)).choices[0].message.content
+
+    listed = manage(server, "list_api_keys")
+    line = next(line for line in listed.stdout.splitlines() if key[:12] in line)
+    assert key not in listed.stdout
+    key_id, _, name, user, state, _ = line.split("\t")
+    assert (name, user, state) == ("ci", "cli-user", "active")
+
+    revoked = manage(server, "revoke_api_key", key_id)
+    assert revoked.returncode == 0, revoked.stderr
+    wait_for(lambda: _refused(server, key), "the revoked key to be refused")
+    assert manage(server, "revoke_api_key", "999999").returncode == 1
+    bad = manage(server, "create_api_key", "--user", "u", "--name", "n", "--rpm", "0")
+    assert bad.returncode == 2 and not bad.stdout
+
+
+def _refused(server: GatewayServer, key: str) -> bool:
+    try:
+        say(sdk(server, key))
+    except openai.AuthenticationError:
+        return True
+    return False
+
+
+def test_an_invalid_key_request_is_422_and_mints_nothing(server: GatewayServer) -> None:
+    before = httpx.get(f"{server.url}/admin/keys", headers=JSON, timeout=10).json()["data"]
+    response = httpx.post(
+        f"{server.url}/admin/keys", json={"name": "x", "user": "u", "rpm": 0}, timeout=10
+    )
+    assert response.status_code == 422
+    assert "rpm" in response.text
+    assert httpx.get(f"{server.url}/admin/keys", headers=JSON, timeout=10).json()["data"] == before
+
+
+@pytest.fixture
+def page() -> Iterator[Page]:
+    with chromium_page() as page:
+        yield page
+
+
+def test_the_keys_page_mints_a_key_shows_it_once_and_revokes_it(
+    page: Page, server: GatewayServer
+) -> None:
+    page.goto(f"{server.url}/admin/keys")
+    page.get_by_label("Name", exact=True).fill("browser key")
+    page.get_by_label("User", exact=True).fill("browser-user")
+    page.get_by_label("Budget in USD").fill("2.5")
+    page.get_by_role("button", name="Create key").click()
+
+    shown = page.locator("#new-key")
+    expect(shown).to_have_text(re.compile(r"^sk-gw-\w{40,}$"))
+    key = shown.inner_text()
+    expect(page.get_by_role("button", name="Copy")).to_be_visible()
+    shot(page, "key-created")
+    assert say(sdk(server, key)).choices[0].message.content
+
+    page.goto(f"{server.url}/admin/keys")
+    assert key not in page.content()
+    row = page.get_by_role("row").filter(has_text="browser key")
+    expect(row).to_contain_text("$2.5 / total")
+    page.once("dialog", lambda dialog: dialog.accept())
+    row.get_by_role("button", name="Revoke").click()
+    expect(page.get_by_role("row").filter(has_text="browser key")).to_contain_text("revoked")
+    shot(page, "key-revoked")
+    wait_for(lambda: _refused(server, key), "the revoked key to be refused")
