@@ -67,9 +67,16 @@ class UsageWindows(BaseModel):
     month: int
 
 
+class CostWindows(BaseModel):
+    hour: float
+    day: float
+    month: float
+
+
 class UsageOut(BaseModel):
     user: str
-    windows: UsageWindows
+    windows: UsageWindows  # tokens
+    cost_usd: CostWindows  # what those tokens cost (calls without a known price left out)
 
 
 class AgentSummary(BaseModel):

@@ -208,6 +208,25 @@ class LimitsConfig(Section):
     )
 
 
+class BudgetLimits(Finite):
+    """Our extension: caps over rolling windows (an hour, a day, 30 days); None: no cap."""
+
+    tokens_per_hour: int | None = Field(default=None, ge=0)
+    tokens_per_day: int | None = Field(default=None, ge=0)
+    tokens_per_month: int | None = Field(default=None, ge=0)
+    usd_per_hour: float | None = Field(default=None, ge=0)
+    usd_per_day: float | None = Field(default=None, ge=0)
+    usd_per_month: float | None = Field(default=None, ge=0)
+
+
+class BudgetsConfig(Section):
+    """Our extension: the operator's budgets per user, on top of the client's ``metadata``
+    caps; a user's entry overrides ``default`` key by key."""
+
+    default: BudgetLimits = BudgetLimits()
+    users: dict[str, BudgetLimits] = {}
+
+
 class Config(Section):
     default_user_id: str | None = None
     providers: dict[str, ProviderConfig]
@@ -220,6 +239,7 @@ class Config(Section):
     structured_output: StructuredOutputConfig = StructuredOutputConfig()
     limits: LimitsConfig = LimitsConfig()
     pricing: dict[str, PriceConfig] = {}
+    budgets: BudgetsConfig = BudgetsConfig()
 
     @property
     def proxy_auth(self) -> AuthScope | None:

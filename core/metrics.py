@@ -11,7 +11,7 @@ from core.paths import is_v1_path
 from core.requestlog import RequestLog
 
 # The error codes of requests that never reached a provider because a budget refused them.
-BUDGET_REFUSAL_CODES = frozenset({"rate_limit_exceeded"})
+BUDGET_REFUSAL_CODES = frozenset({"rate_limit_exceeded", "insufficient_quota"})
 
 REQUESTS = Counter(
     "gateway_requests",
@@ -55,6 +55,12 @@ COST = Counter(
     ["agent", "provider", "model"],
 )
 BUDGET_REFUSALS = Counter("gateway_budget_refusals", "Requests refused by a token budget")
+QUOTA_REFUSALS = Counter(
+    "gateway_quota_refusals",
+    "Requests refused by a budget or limit before any upstream call, by error code "
+    "(insufficient_quota: a USD budget; rate_limit_exceeded: tokens or requests)",
+    ["reason"],
+)
 JUDGE_SCORES = Histogram(
     "gateway_judge_score",
     "Scores judges gave replies (0 to 10), by judge, agent and criterion",
@@ -81,7 +87,9 @@ def observe_request(log: RequestLog) -> None:
     if log.error.startswith("upstream_"):
         UPSTREAM_ERRORS.labels(log.provider, log.error).inc()
     elif log.error in BUDGET_REFUSAL_CODES:
-        BUDGET_REFUSALS.inc()
+        QUOTA_REFUSALS.labels(log.error).inc()
+        if log.error == "rate_limit_exceeded":
+            BUDGET_REFUSALS.inc()
 
 
 def observe_judge_scores(judge: str, agent: str, scores: dict[str, float]) -> None:

@@ -80,3 +80,57 @@ def line_chart(title: str, points: list[TrendPoint], bucket: str) -> LineChart:
     x_ticks = tuple((x(moment), f"{moment:{label}}") for moment in times[::step])
     y_ticks = tuple((y(score), str(score)) for score in range(0, 11, 2))
     return LineChart(title, lines, x_ticks, y_ticks)
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    y: float
+    height: float
+    color: str
+    tip: str
+
+
+@dataclass(frozen=True)
+class BarChart:
+    title: str
+    bars: tuple[Bar, ...]
+    legend: tuple[tuple[str, str], ...]  # (series, color)
+    x_ticks: tuple[tuple[float, str], ...]
+    y_ticks: tuple[tuple[float, str], ...]
+    bar_width: float
+    width: int = WIDTH
+    height: int = HEIGHT
+    left: int = LEFT
+    right_edge: int = WIDTH - RIGHT
+    bottom_edge: int = HEIGHT - BOTTOM
+
+
+def stacked_bars(title: str, points: list[tuple[datetime, str, float]]) -> BarChart:
+    """One bar per day, stacked by series (USD)."""
+    days = sorted({day for day, _, _ in points})
+    names = sorted({name for _, name, _ in points})
+    colors = {name: PALETTE[index % len(PALETTE)] for index, name in enumerate(names)}
+    totals = {day: sum(value for when, _, value in points if when == day) for day in days}
+    top = max(totals.values(), default=0.0) or 1.0
+    slot = (WIDTH - LEFT - RIGHT) / max(1, len(days))
+    scale = (HEIGHT - TOP - BOTTOM) / top
+    bars = []
+    for index, day in enumerate(days):
+        base = float(HEIGHT - BOTTOM)
+        for _, name, value in sorted((p for p in points if p[0] == day), key=lambda p: p[1]):
+            height = value * scale
+            base -= height
+            tip = f"{name} · {day:%d %b}: ${value:.4f}"
+            bars.append(Bar(LEFT + index * slot + slot * 0.15, base, height, colors[name], tip))
+    step = max(1, len(days) // 6)
+    x_ticks = tuple(
+        (LEFT + index * slot + slot / 2, f"{day:%d %b}")
+        for index, day in enumerate(days)
+        if index % step == 0
+    )
+    y_ticks = tuple(
+        (HEIGHT - BOTTOM - fraction * top * scale, f"${fraction * top:.2g}")
+        for fraction in (0, 0.5, 1)
+    )
+    return BarChart(title, tuple(bars), tuple(colors.items()), x_ticks, y_ticks, slot * 0.7)

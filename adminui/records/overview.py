@@ -84,7 +84,8 @@ def usage(request: AdminRequest, user: str | None = None) -> Any:
                 400, "user: the query parameter is required (?user=...)", "bad_request"
             )
         return respond(request, None, "adminui/usage.html", users=_recent_users("ledger"))
-    body = {"user": user, "windows": queries.usage_by_window(user)}
+    tokens, cost = queries.usage_by_window(user)
+    body = {"user": user, "windows": tokens, "cost_usd": cost}
     return respond(request, body, "adminui/usage.html", user=user)
 
 

@@ -20,6 +20,8 @@ _RECORD_PAGES = (
     ("Scores", "admin:scores"),
     ("Conversations", "admin:conversations"),
     ("Usage", "admin:usage"),
+    ("Spend", "admin:spend"),
+    ("API keys", "admin:keys"),
     ("Live", "admin:live"),
 )
 

@@ -1,7 +1,9 @@
-"""Per-user token budgets over rolling windows of the ledger (docs/api.md, "Token budgets").
+"""Per-user budgets over rolling windows of the ledger, in tokens or in USD: the caps a
+client declares in ``metadata`` and the operator's ``budgets:`` (docs/api.md, "Token
+budgets"; docs/cost-and-keys.md).
 
-A capped request is admitted only while the user's usage plus the tokens reserved by
-their requests in progress is under every cap; admitting it reserves its own tokens in
+A capped request is admitted only while the user's usage plus what their requests in
+progress reserve is under every cap; admitting it reserves its own tokens in
 the same transaction, under a per-user lock (PostgreSQL: an advisory transaction lock;
 SQLite: the write lock its IMMEDIATE transactions take), so concurrent requests in any
 number of processes overshoot a cap by at most one request. The request's ledger row
@@ -18,6 +20,7 @@ from datetime import datetime, timedelta
 from django.db import connection, transaction
 from django.db.models import Q, Sum
 
+from agents.schema import BudgetsConfig
 from inference.errors import ApiError
 from inference.ledger.keys import KeyGrant, check_key
 from inference.models import BudgetReservation, LedgerEntry
@@ -40,7 +43,45 @@ WINDOWS: dict[str, tuple[str, int]] = {
 class TokenCap:
     window: str  # "hour", "day" or "month"
     seconds: int
-    cap: int
+    cap: int  # tokens, or micro-USD for a USD cap
+    usd: bool = False  # a cap on cost rather than tokens
+    param: str = ""  # what set it, for the refusal (default: the metadata key)
+
+    @property
+    def source(self) -> str:
+        unit = "usd" if self.usd else "tokens"
+        return self.param or f"metadata.{unit}_per_{self.window}"
+
+    def amount(self, tokens: int, micro_usd: int) -> int:
+        return micro_usd if self.usd else tokens
+
+    def shown(self, value: int) -> str:
+        """A tokens figure as a number, a USD one as dollars."""
+        return f"${value / 1e6:.6f}" if self.usd else str(value)
+
+    def used(self, value: int) -> str:
+        return f"{self.shown(value)} {'spent' if self.usd else 'tokens used'}"
+
+
+def operator_caps(budgets: BudgetsConfig, user_id: str) -> tuple[TokenCap, ...]:
+    """The caps ``budgets:`` sets for the user: their entry's keys, the rest from
+    ``default``."""
+    own = budgets.users.get(user_id)
+    if own is None and not budgets.default.model_fields_set:
+        return ()
+    caps = []
+    for unit in ("tokens", "usd"):
+        for window, seconds in (("hour", 3600), ("day", 86400), ("month", 30 * 86400)):
+            key = f"{unit}_per_{window}"
+            if own is not None and key in own.model_fields_set:
+                value, param = getattr(own, key), f"budgets.users.{user_id}.{key}"
+            else:
+                value, param = getattr(budgets.default, key), f"budgets.default.{key}"
+            if value is None:
+                continue
+            cap = round(value * 1_000_000) if unit == "usd" else int(value)
+            caps.append(TokenCap(window, seconds, cap, usd=unit == "usd", param=param))
+    return tuple(caps)
 
 
 def reservation_size(prompt_tokens: int, max_tokens: int | None) -> int:
@@ -96,96 +137,115 @@ def _lock(name: str) -> None:
 
 
 def check_budgets(user_id: str, caps: tuple[TokenCap, ...], now: datetime) -> None:
-    """Raise 429 when the user's usage plus their reserved tokens in any capped window
-    reached its cap."""
+    """Raise 429 when the user's usage plus what their requests in progress reserve in any
+    capped window reached its cap."""
     if not caps:
         return
     # Reservations before the ledger: a request that ends between the two reads is then
     # counted twice (its reservation and its ledger row), never missed.
-    reserved = reserved_tokens(user_id, now)
+    held = reserved(user_id, now)
     used = usage_in_windows(user_id, {cap.window: cap.seconds for cap in caps}, now)
     for cap in caps:
-        spent = used[cap.window]
+        spent = cap.amount(*used[cap.window])
+        reserved_amount = cap.amount(*held)
         if spent >= cap.cap:
             wait = retry_after(user_id, cap, spent, now)
-            detail = f"{spent} tokens used in the last {cap.window}"
-        elif spent + reserved >= cap.cap:
+            detail = f"{cap.used(spent)} in the last {cap.window}"
+        elif spent + reserved_amount >= cap.cap:
             wait = 1  # requests in progress settle their reservations when they end
             detail = (
-                f"{spent} tokens used in the last {cap.window} and {reserved} reserved by "
-                "requests in progress"
+                f"{cap.used(spent)} in the last {cap.window} and "
+                f"{cap.shown(reserved_amount)} reserved by requests in progress"
             )
         else:
             continue
-        raise ApiError(
-            429,
-            f"Token budget exhausted: {detail} (rolling {cap.seconds} s) against a cap of "
-            f"{cap.cap}; retry in {wait} s",
-            code="rate_limit_exceeded",
-            param=f"metadata.tokens_per_{cap.window}",
-            headers={"Retry-After": str(wait)},
-        )
+        raise _refusal(cap, f"{detail} (rolling {cap.seconds} s)", wait)
 
 
-def reserved_tokens(user_id: str, now: datetime, excluding: int | None = None) -> int:
-    """Tokens held by the user's requests in progress (expired reservations left out, and
-    the reservation ``excluding``)."""
+def _refusal(cap: TokenCap, detail: str, wait: int) -> ApiError:
+    code = "insufficient_quota" if cap.usd else "rate_limit_exceeded"
+    return ApiError(
+        429,
+        f"{'Spend' if cap.usd else 'Token'} budget exhausted: {detail} against a cap of "
+        f"{cap.shown(cap.cap)}; retry in {wait} s",
+        code=code,
+        error_type=code,
+        param=cap.source,
+        headers={"Retry-After": str(wait)},
+    )
+
+
+def reserved(user_id: str, now: datetime, excluding: int | None = None) -> tuple[int, int]:
+    """Tokens and micro-USD held by the user's requests in progress (expired reservations
+    left out, and the reservation ``excluding``)."""
     live = BudgetReservation.objects.filter(user_id=user_id, expires_at__gt=now)
     if excluding is not None:
         live = live.exclude(id=excluding)
-    return live.aggregate(total=Sum("tokens"))["total"] or 0
+    totals = live.aggregate(tokens=Sum("tokens"), micro_usd=Sum("micro_usd"))
+    return totals["tokens"] or 0, totals["micro_usd"] or 0
 
 
 def admit_within_turn(
-    user_id: str, caps: tuple[TokenCap, ...], reservation: int | None, spent: int, now: datetime
+    user_id: str,
+    caps: tuple[TokenCap, ...],
+    reservation: int | None,
+    spent: tuple[int, int],
+    now: datetime,
 ) -> None:
-    """Raise 429 when the tokens a turn has spent so far, with the user's billed usage and
-    what their other requests reserve, reached a cap: the turn makes no further call. (The
-    turn's own reservation stands for the whole turn and is not counted beside it.)"""
-    others = reserved_tokens(user_id, now, excluding=reservation)  # first, as above
+    """Raise 429 when what a turn has spent so far (tokens, micro-USD), with the user's
+    billed usage and what their other requests reserve, reached a cap: the turn makes no
+    further call. (The turn's own reservation stands for the whole turn and is not
+    counted beside it.)"""
+    others = reserved(user_id, now, excluding=reservation)  # first, as above
     used = usage_in_windows(user_id, {cap.window: cap.seconds for cap in caps}, now)
     for cap in caps:
-        before = used[cap.window]
-        if before + others + spent < cap.cap:
+        before = cap.amount(*used[cap.window])
+        if before + cap.amount(*others) + cap.amount(*spent) < cap.cap:
             continue
         # Usage alone over the cap waits for it to age out; otherwise for requests to end.
         wait = retry_after(user_id, cap, before, now) if before >= cap.cap else 1
-        raise ApiError(
-            429,
-            f"Token budget exhausted during the turn: {spent} tokens spent by it, {before} "
-            f"used before it in the last {cap.window} and {others} reserved by other "
-            f"requests (rolling {cap.seconds} s) against a cap of {cap.cap}",
-            code="rate_limit_exceeded",
-            param=f"metadata.tokens_per_{cap.window}",
-            headers={"Retry-After": str(wait)},
+        detail = (
+            f"during the turn: {cap.shown(cap.amount(*spent))} spent by it, "
+            f"{cap.shown(before)} before it in the last {cap.window} and "
+            f"{cap.shown(cap.amount(*others))} reserved by other requests (rolling {cap.seconds} s)"
         )
+        raise _refusal(cap, detail, wait)
 
 
-def usage_in_windows(user_id: str, windows: dict[str, int], now: datetime) -> dict[str, int]:
-    """Tokens billed to the user in each named window (length in seconds), in one query."""
-    sums = {
-        window: Sum("total_tokens", filter=Q(created_at__gt=now - timedelta(seconds=seconds)))
-        for window, seconds in windows.items()
-    }
+def usage_in_windows(
+    user_id: str, windows: dict[str, int], now: datetime
+) -> dict[str, tuple[int, int]]:
+    """Tokens and micro-USD billed to the user in each named window (length in seconds),
+    in one query."""
+    sums = {}
+    for window, seconds in windows.items():
+        recent = Q(created_at__gt=now - timedelta(seconds=seconds))
+        sums[f"{window}_tokens"] = Sum("total_tokens", filter=recent)
+        sums[f"{window}_usd"] = Sum("cost_micro_usd", filter=recent)
     oldest = now - timedelta(seconds=max(windows.values()))
     totals = LedgerEntry.objects.filter(user_id=user_id, created_at__gt=oldest).aggregate(**sums)
-    return {window: totals[window] or 0 for window in windows}
+    return {
+        window: (totals[f"{window}_tokens"] or 0, totals[f"{window}_usd"] or 0)
+        for window in windows
+    }
 
 
 def retry_after(user_id: str, cap: TokenCap, used: int, now: datetime) -> int:
-    """Whole seconds until enough of the window's usage has aged out to fall below the cap."""
+    """Whole seconds until enough of the window's usage (tokens or micro-USD) has aged out
+    to fall below the cap."""
     if cap.cap == 0:
         return cap.seconds
     start = now - timedelta(seconds=cap.seconds)
+    counted = "cost_micro_usd" if cap.usd else "total_tokens"
     entries = (
         LedgerEntry.objects.filter(user_id=user_id, created_at__gt=start)
         .order_by("created_at")
-        .values_list("created_at", "total_tokens")
+        .values_list("created_at", counted)
     )
     remaining = used
-    for created_at, tokens in entries.iterator():
-        remaining -= tokens
+    for created_at, amount in entries.iterator():
+        remaining -= int(amount or 0)
         if remaining < cap.cap:
-            leaves_at = created_at + timedelta(seconds=cap.seconds)
+            leaves_at: datetime = created_at + timedelta(seconds=cap.seconds)
             return max(1, math.ceil((leaves_at - now).total_seconds()))
     return cap.seconds

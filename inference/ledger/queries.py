@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from django.db.models import Avg, Count, Min, Sum
+from django.db.models import Avg, Count, F, Min, Sum
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils import timezone
 
@@ -46,9 +46,13 @@ def stored_messages(user: str | None, before_id: int | None, limit: int) -> list
     ]
 
 
-def usage_by_window(user: str) -> dict[str, int]:
-    """The user's billed tokens in each rolling budget window (hour, day, month)."""
-    return usage_in_windows(user, dict(WINDOWS.values()), timezone.now())
+def usage_by_window(user: str) -> tuple[dict[str, int], dict[str, float]]:
+    """The user's billed tokens, and their cost in USD, in each rolling budget window
+    (hour, day, month)."""
+    used = usage_in_windows(user, dict(WINDOWS.values()), timezone.now())
+    tokens = {window: amounts[0] for window, amounts in used.items()}
+    cost = {window: amounts[1] / 1e6 for window, amounts in used.items()}
+    return tokens, cost
 
 
 def traffic_since(since: datetime) -> dict[str, AgentTraffic]:
@@ -183,3 +187,74 @@ def score_trend(
         point = TrendPoint(row["bucket"], series, float(row["mean"]), row["count"])
         charts.setdefault(chart, []).append(point)
     return ("hour" if hourly else "day"), dict(sorted(charts.items()))
+
+
+SpendGroup = Literal["user", "agent", "key", "model", "day"]
+_SPEND_FIELDS: dict[str, Any] = {
+    "user": F("user_id"),
+    "agent": F("agent"),
+    "key": F("api_key_id"),
+    "model": F("model"),
+    "day": TruncDay("created_at"),
+}
+
+
+@dataclass(frozen=True)
+class SpendRow:
+    group: str | int | None  # the user, agent, key id (None: no key), model or day
+    requests: int  # turns
+    input_tokens: int
+    cached_tokens: int
+    output_tokens: int
+    cost_usd: float  # calls without a known price count 0
+
+
+def spend(
+    group_by: SpendGroup,
+    since: datetime | None,
+    until: datetime | None,
+    offset: int,
+    limit: int,
+) -> list[SpendRow]:
+    """Spend grouped by ``group_by`` between ``since`` and ``until`` (either may be None),
+    dearest first (days: newest first)."""
+    rows = LedgerEntry.objects.all()
+    if since is not None:
+        rows = rows.filter(created_at__gte=since)
+    if until is not None:
+        rows = rows.filter(created_at__lt=until)
+    grouped = (
+        rows.annotate(group=_SPEND_FIELDS[group_by])
+        .values("group")
+        .annotate(
+            requests=Count("id"),
+            input_tokens=Sum("prompt_tokens"),
+            cached_tokens=Sum("cached_tokens"),
+            output_tokens=Sum("completion_tokens"),
+            cost=Sum("cost_micro_usd"),
+        )
+        .order_by("-group" if group_by == "day" else "-cost", "group")
+    )
+    return [
+        SpendRow(
+            group=row["group"].date().isoformat() if group_by == "day" else row["group"],
+            requests=row["requests"],
+            input_tokens=row["input_tokens"] or 0,
+            cached_tokens=row["cached_tokens"] or 0,
+            output_tokens=row["output_tokens"] or 0,
+            cost_usd=(row["cost"] or 0) / 1e6,
+        )
+        for row in grouped[offset : offset + limit]
+    ]
+
+
+def spend_per_day_by_agent(since: datetime) -> list[tuple[datetime, str, float]]:
+    """(day, agent, USD) since ``since``, for the spend chart."""
+    rows = (
+        LedgerEntry.objects.filter(created_at__gte=since)
+        .annotate(day=TruncDay("created_at"))
+        .values("day", "agent")
+        .annotate(cost=Sum("cost_micro_usd"))
+        .order_by("day", "agent")
+    )
+    return [(row["day"], row["agent"], (row["cost"] or 0) / 1e6) for row in rows]

@@ -20,7 +20,7 @@ from agents.schema import AgentConfig, Config
 from core.requestlog import RequestLog
 from inference.engine import Engine
 from inference.errors import ApiError, invalid_request
-from inference.ledger.budgets import release, reservation_size, reserve
+from inference.ledger.budgets import operator_caps, release, reservation_size, reserve
 from inference.ledger.database import in_database
 from inference.ledger.history import load_history
 from inference.ledger.keys import KeyGrant
@@ -113,6 +113,8 @@ async def prepare_turn(
             param="model",
         )
     options = parse_options(client.metadata)
+    if operator := operator_caps(config.budgets, user_id):
+        options = replace(options, caps=options.caps + operator)
     if _reads_nothing(config, client, options, key):
         stored = Stored(reservation=None, history=[], exchanges={}, arms={})
     else:

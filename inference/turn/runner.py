@@ -131,7 +131,12 @@ class TurnRunner:
         async def admission(spent: Usage) -> None:
             now = timezone.now()
             await in_database(
-                admit_within_turn, turn.user_id, caps, turn.reservation, spent.total_tokens, now
+                admit_within_turn,
+                turn.user_id,
+                caps,
+                turn.reservation,
+                (spent.total_tokens, spent.cost_micro_usd or 0),
+                now,
             )
 
         return TurnBounds(self.config.limits, admission)

@@ -925,7 +925,11 @@ def test_conversations_of_a_user_are_paginated_newest_first(
 def test_usage_of_a_user_in_each_window(admin: httpx.Client, recorded_rows: str) -> None:
     usage = admin.get("/usage", params={"user": recorded_rows}).json()
 
-    assert usage == {"user": recorded_rows, "windows": {"hour": 15, "day": 15, "month": 15}}
+    assert usage == {
+        "user": recorded_rows,
+        "windows": {"hour": 15, "day": 15, "month": 15},
+        "cost_usd": {"hour": 0.0, "day": 0.0, "month": 0.0},  # rows without a price
+    }
     assert admin.get("/usage").status_code == 400
 
 

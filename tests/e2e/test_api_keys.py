@@ -33,6 +33,11 @@ agents:
   - {{name: other, provider: openai, model: priced}}
 pricing:
   "openai/priced": {{input: 1000, output: 1000}}
+budgets:
+  default: {{tokens_per_month: 1000000}}
+  users:
+    spender: {{usd_per_day: 0.02}}
+    chatty: {{tokens_per_hour: 20}}
 """
 
 
@@ -300,7 +305,8 @@ def page() -> Iterator[Page]:
 def test_the_keys_page_mints_a_key_shows_it_once_and_revokes_it(
     page: Page, server: GatewayServer
 ) -> None:
-    page.goto(f"{server.url}/admin/keys")
+    page.goto(f"{server.url}/admin/")
+    page.get_by_role("navigation").get_by_role("link", name="API keys").click()
     page.get_by_label("Name", exact=True).fill("browser key")
     page.get_by_label("User", exact=True).fill("browser-user")
     page.get_by_label("Budget in USD").fill("2.5")
@@ -322,3 +328,72 @@ def test_the_keys_page_mints_a_key_shows_it_once_and_revokes_it(
     expect(page.get_by_role("row").filter(has_text="browser key")).to_contain_text("revoked")
     shot(page, "key-revoked")
     wait_for(lambda: _refused(server, key), "the revoked key to be refused")
+
+
+@pytest.mark.parametrize(
+    ("user", "code", "param"),
+    [
+        ("spender", "insufficient_quota", "budgets.users.spender.usd_per_day"),
+        ("chatty", "rate_limit_exceeded", "budgets.users.chatty.tokens_per_hour"),
+    ],
+)
+def test_the_operators_budgets_refuse_a_user_over_them(
+    server: GatewayServer, fakes: dict[str, FakeUpstream], user: str, code: str, param: str
+) -> None:
+    client = sdk(server, mint(server, user=user)["key"])
+    say(client)
+    say(client)  # 18 tokens, $0.018 before it: under both caps
+
+    with pytest.raises(openai.RateLimitError) as refused:
+        say(client)
+
+    assert (refused.value.code, refused.value.body["param"]) == (code, param)
+    assert int(refused.value.response.headers["retry-after"]) >= 1
+    assert len(fakes["openai"].requests) == 2
+    assert server.metric("gateway_quota_refusals_total", reason=code) >= 1
+
+
+def test_spend_is_grouped_by_key_user_agent_model_and_day(server: GatewayServer) -> None:
+    created = mint(server)
+    client = sdk(server, created["key"])
+    say(client)
+    say(client, model="other")
+
+    def grouped(group_by: str) -> dict[Any, dict[str, Any]]:
+        response = httpx.get(
+            f"{server.url}/admin/spend", params={"group_by": group_by}, headers=JSON, timeout=10
+        )
+        assert response.status_code == 200, response.text
+        return {row["group"]: row for row in response.json()["data"]}
+
+    mine = grouped("key")[created["id"]]
+    assert (mine["requests"], mine["input_tokens"], mine["output_tokens"]) == (2, 22, 14)
+    assert mine["cost_usd"] == pytest.approx(0.036)
+    assert grouped("user")[created["user"]]["cost_usd"] == pytest.approx(0.036)
+    assert {"assistant", "other"} <= set(grouped("agent"))
+    assert grouped("model")["priced"]["requests"] >= 2
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    assert grouped("day")[today]["cost_usd"] >= 0.036
+    future = httpx.get(
+        f"{server.url}/admin/spend",
+        params={"since": "2999-01-01T00:00:00Z"},
+        headers=JSON,
+        timeout=10,
+    )
+    assert future.json() == {"data": [], "next": None}
+
+
+def test_the_spend_page_charts_spend_per_day_by_agent(page: Page, server: GatewayServer) -> None:
+    created = mint(server, name="charted")
+    say(sdk(server, created["key"]))
+
+    page.goto(f"{server.url}/admin/")
+    page.get_by_role("navigation").get_by_role("link", name="Spend").click()
+
+    chart = page.get_by_role("img", name=re.compile("Spend per day by agent"))
+    expect(chart).to_be_visible()
+    assert chart.locator("rect.bar").count() >= 1
+    expect(page.locator(".legend")).to_contain_text("assistant")
+    expect(page.get_by_role("link", name=f"key {created['id']}")).to_be_visible()
+    expect(page.get_by_role("link", name=created["user"])).to_be_visible()
+    shot(page, "spend")

@@ -51,7 +51,11 @@ def test_windows_sum_only_their_own_span() -> None:
     bill("u", 80, 31 * 86400)
     bill("other", 1000, 60)
     windows = {"hour": 3600, "day": 86400, "month": 30 * 86400}
-    assert usage_in_windows("u", windows, NOW) == {"hour": 10, "day": 30, "month": 70}
+    assert usage_in_windows("u", windows, NOW) == {
+        "hour": (10, 0),
+        "day": (30, 0),
+        "month": (70, 0),
+    }
 
 
 def test_retry_after_waits_for_enough_usage_to_age_out() -> None:
