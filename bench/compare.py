@@ -46,6 +46,12 @@ class Target:
     name: str
     url: str  # the base URL of the /v1 API
     pid: int  # the root of its process tree
+    keys: tuple[str, ...] = ()  # an API key per user (bench-user-N), where it needs one
+
+    def headers(self, user: int) -> dict[str, str] | None:
+        if not self.keys:
+            return None
+        return {"Authorization": f"Bearer {self.keys[user % len(self.keys)]}"}
 
 
 @dataclass
@@ -95,12 +101,17 @@ def tree_cpu(pid: int) -> float:
 
 
 async def one_request(
-    session: aiohttp.ClientSession, target: Target, request: dict[str, Any], cell: Cell
+    session: aiohttp.ClientSession,
+    target: Target,
+    request: dict[str, Any],
+    cell: Cell,
+    user: int = 0,
 ) -> None:
     started = time.perf_counter()
     first: float | None = None
+    url, headers = f"{target.url}/chat/completions", target.headers(user)
     try:
-        async with session.post(f"{target.url}/chat/completions", json=request) as response:
+        async with session.post(url, json=request, headers=headers) as response:
             async for _ in response.content.iter_any():
                 if first is None:
                     first = time.perf_counter()
@@ -131,7 +142,7 @@ async def run_slice(target: Target, clients: int, stream: bool, seconds: float, 
             for index in counter:
                 if time.perf_counter() >= deadline:
                     return
-                await one_request(session, target, body(user, index, stream), cell)
+                await one_request(session, target, body(user, index, stream), cell, user)
 
         await asyncio.gather(*(client_loop(user) for user in range(clients)))
         cell.seconds += time.perf_counter() - started

@@ -639,3 +639,18 @@ def test_yaml_value_unlike_its_tag_is_a_problem_that_never_quotes_it(value: str)
     (problem,) = raised.value.problems
     assert problem.startswith("(file): not valid YAML")
     assert value.split()[1] not in problem
+
+
+def test_api_keys_switch_on_alone_or_as_the_original_formats_tokens() -> None:
+    for proxy in (
+        {"api_keys": True},
+        {"tokens": {}},
+        {"api_keys": True, "basic": {"password": "p"}},
+    ):
+        data = copy.deepcopy(valid_config())
+        data["auth"] = {"proxy": proxy}
+        config = load_config_data(data)
+        assert config.proxy_auth is not None and config.proxy_auth.takes_api_keys
+    assert problems_after(lambda data: data.update(auth={"admin": {"api_keys": True}})) == [
+        "auth.admin.api_keys: API keys are for auth.proxy only"
+    ]
