@@ -642,11 +642,12 @@ def test_yaml_value_unlike_its_tag_is_a_problem_that_never_quotes_it(value: str)
 
 
 def test_api_keys_switch_on_alone_or_as_the_original_formats_tokens() -> None:
-    for proxy in (
+    proxies: list[dict[str, Any]] = [
         {"api_keys": True},
         {"tokens": {}},
         {"api_keys": True, "basic": {"password": "p"}},
-    ):
+    ]
+    for proxy in proxies:
         data = copy.deepcopy(valid_config())
         data["auth"] = {"proxy": proxy}
         config = load_config_data(data)
