@@ -18,7 +18,9 @@ class StoredMessage(models.Model):
 
 
 class LedgerEntry(models.Model):
-    """Tokens billed to a user for one upstream call."""
+    """Tokens and cost of a turn, billed to its user (``kind`` "turn"), or of a judge or
+    shadow run after it, charged to the agent and experiment only ("judge", "shadow":
+    never counted in a user's or key's budget)."""
 
     user_id = models.CharField(max_length=255)
     agent = models.CharField(max_length=255)
@@ -37,6 +39,7 @@ class LedgerEntry(models.Model):
     # Millionths of a USD for all of the turn's calls (None: one of them has no known price).
     cost_micro_usd = models.BigIntegerField(null=True, blank=True)
     api_key_id = models.IntegerField(null=True, blank=True)  # the minted key that paid
+    kind = models.CharField(max_length=8, default="turn", db_default="turn")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

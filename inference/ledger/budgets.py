@@ -223,7 +223,8 @@ def usage_in_windows(
         sums[f"{window}_tokens"] = Sum("total_tokens", filter=recent)
         sums[f"{window}_usd"] = Sum("cost_micro_usd", filter=recent)
     oldest = now - timedelta(seconds=max(windows.values()))
-    totals = LedgerEntry.objects.filter(user_id=user_id, created_at__gt=oldest).aggregate(**sums)
+    billed = LedgerEntry.objects.filter(user_id=user_id, kind="turn", created_at__gt=oldest)
+    totals = billed.aggregate(**sums)
     return {
         window: (totals[f"{window}_tokens"] or 0, totals[f"{window}_usd"] or 0)
         for window in windows
@@ -238,7 +239,7 @@ def retry_after(user_id: str, cap: TokenCap, used: int, now: datetime) -> int:
     start = now - timedelta(seconds=cap.seconds)
     counted = "cost_micro_usd" if cap.usd else "total_tokens"
     entries = (
-        LedgerEntry.objects.filter(user_id=user_id, created_at__gt=start)
+        LedgerEntry.objects.filter(user_id=user_id, kind="turn", created_at__gt=start)
         .order_by("created_at")
         .values_list("created_at", counted)
     )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from django.db.models import Avg, Count, F, Min, Sum
+from django.db.models import Avg, Count, F, Min, Q, Sum
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils import timezone
 
@@ -58,7 +58,7 @@ def usage_by_window(user: str) -> tuple[dict[str, int], dict[str, float]]:
 def traffic_since(since: datetime) -> dict[str, AgentTraffic]:
     """Requests (distinct completions) and tokens billed per agent since ``since``."""
     rows = (
-        LedgerEntry.objects.filter(created_at__gt=since)
+        LedgerEntry.objects.filter(created_at__gt=since, kind="turn")
         .values("agent")
         .annotate(requests=Count("completion_id", distinct=True), tokens=Sum("total_tokens"))
     )
@@ -68,8 +68,9 @@ def traffic_since(since: datetime) -> dict[str, AgentTraffic]:
 def recent_users(source: Literal["history", "ledger"], since: datetime, limit: int) -> list[str]:
     """Users with stored messages (``history``) or billed tokens (``ledger``) since ``since``."""
     model = StoredMessage if source == "history" else LedgerEntry
+    recent = Q(created_at__gt=since) & (Q() if source == "history" else Q(kind="turn"))
     rows = (
-        model.objects.filter(created_at__gt=since)
+        model.objects.filter(recent)
         .values_list("user_id", flat=True)
         .order_by("user_id")
         .distinct()
@@ -134,7 +135,7 @@ def experiment_stats(experiment: str, variants: list[str]) -> list[VariantStats]
     shadow runs), and its mean score per judge criterion inside the experiment."""
     traffic: dict[str, Any] = {
         row["variant"]: row
-        for row in LedgerEntry.objects.filter(experiment=experiment)
+        for row in LedgerEntry.objects.filter(experiment=experiment, kind="turn")
         .values("variant")
         .annotate(
             users=Count("user_id", distinct=True),
@@ -202,7 +203,7 @@ _SPEND_FIELDS: dict[str, Any] = {
 @dataclass(frozen=True)
 class SpendRow:
     group: str | int | None  # the user, agent, key id (None: no key), model or day
-    requests: int  # turns
+    requests: int  # turns (judge and shadow runs add cost, not requests)
     input_tokens: int
     cached_tokens: int
     output_tokens: int
@@ -218,7 +219,12 @@ def spend(
 ) -> list[SpendRow]:
     """Spend grouped by ``group_by`` between ``since`` and ``until`` (either may be None),
     dearest first (days: newest first)."""
-    rows = LedgerEntry.objects.all()
+    # Judges and shadows are charged to agents and experiments, never to a user or key.
+    rows = (
+        LedgerEntry.objects.filter(kind="turn")
+        if group_by in ("user", "key")
+        else LedgerEntry.objects.all()
+    )
     if since is not None:
         rows = rows.filter(created_at__gte=since)
     if until is not None:
@@ -227,7 +233,7 @@ def spend(
         rows.annotate(group=_SPEND_FIELDS[group_by])
         .values("group")
         .annotate(
-            requests=Count("id"),
+            requests=Count("id", filter=Q(kind="turn")),
             input_tokens=Sum("prompt_tokens"),
             cached_tokens=Sum("cached_tokens"),
             output_tokens=Sum("completion_tokens"),

@@ -24,12 +24,13 @@ from inference.engine import Engine
 from inference.ledger.database import in_database
 from inference.models import JudgeRun, JudgeScore
 from inference.providers.base import ProviderError
-from inference.providers.types import ChatRequest, Message, ResponseFormat
-from inference.routing.deployments import route_of
+from inference.providers.types import ChatRequest, Message, ResponseFormat, Usage
+from inference.routing.deployments import Deployment, route_of
 from inference.structured.response_format import structured_output_instruction
 from inference.tools.bounds import TurnBounds
 from inference.tools.executor import CallContext, tool_loop
 from inference.tools.toolbox import Toolbox
+from inference.turn.recording import charge_background
 
 logger = logging.getLogger("gateway.judges")
 
@@ -105,10 +106,12 @@ async def judge_reply(
     loop = tool_loop(context, route_of(judge), Toolbox(), request.response_format)
     verdict: dict[str, Any] | None = None
     error = ""
+    spent = Usage()
     try:
-        verdict = json.loads((await loop.complete(request)).text)
+        answer = await loop.complete(request)
+        verdict, spent = json.loads(answer.text), answer.usage
     except ProviderError as failure:
-        error = failure.message
+        error, spent = failure.message, failure.usage
     except asyncio.CancelledError:
         # Shutdown ran out of patience with this judge: say so, since nothing is recorded.
         log_event(
@@ -124,7 +127,8 @@ async def judge_reply(
     except Exception as failure:
         logger.exception("judge %s failed on %s", judge.name, subject.completion_id)
         error = f"internal error: {type(failure).__name__}"
-    await in_database(record_verdict, judge, subject, verdict, error)
+    answered_by = loop.upstream.answered_by
+    await in_database(record_verdict, judge, subject, verdict, error, spent, answered_by)
     if verdict is not None:
         scores = {criterion: verdict[criterion]["score"] for criterion in judge.rubrics}
         observe_judge_scores(judge.name, subject.agent, scores)
@@ -139,8 +143,14 @@ async def judge_reply(
 
 
 def record_verdict(
-    judge: JudgeConfig, subject: JudgedReply, verdict: dict[str, Any] | None, error: str
+    judge: JudgeConfig,
+    subject: JudgedReply,
+    verdict: dict[str, Any] | None,
+    error: str,
+    spent: Usage,
+    answered_by: Deployment | None,
 ) -> None:
+    """The judge's run, its scores, and what it spent (charged to the judged agent)."""
     common = {
         "completion_id": subject.completion_id,
         "user_id": subject.user_id,
@@ -151,6 +161,17 @@ def record_verdict(
         "judge_model": judge.model,
     }
     with transaction.atomic():
+        if spent.total_tokens:
+            charge_background(
+                "judge",
+                subject.completion_id,
+                subject.agent,
+                subject.experiment,
+                subject.variant,
+                subject.user_id,
+                spent,
+                answered_by,
+            ).save()
         run = JudgeRun.objects.create(
             **common, status="ok" if verdict is not None else "failed", error=error
         )

@@ -1,6 +1,7 @@
 """Shadow variants of an experiment: after the primary answered, the other variants
 answer the same conversation in the background (each under its own preamble and tools)
-and are judged; their answers are never stored and their tokens never billed."""
+and are judged; their answers are never stored, and what they spend is charged to the
+experiment, never to the user."""
 
 import logging
 import uuid
@@ -9,11 +10,15 @@ from agents.schema import AgentConfig, Config
 from core.logformat import log_event
 from inference.engine import Engine
 from inference.errors import ApiError
+from inference.ledger.database import in_database
 from inference.providers.base import ProviderError
+from inference.providers.types import Usage
+from inference.routing.deployments import Deployment
 from inference.tools.bounds import TurnBounds
 from inference.tools.executor import CallContext, tool_loop
 from inference.turn.judges import JudgedReply, judge_reply, sampled_judges
 from inference.turn.preparation import Turn, agent_call
+from inference.turn.recording import charge_background
 
 logger = logging.getLogger("gateway.shadows")
 
@@ -25,12 +30,14 @@ async def run_shadow(agent: AgentConfig, turn: Turn, config: Config, engine: Eng
         context = CallContext(config, engine, turn.user_id, TurnBounds(config.limits))
         loop = tool_loop(context, call.route, call.toolbox, call.request.response_format)
         answer = await loop.complete(call.request)
-    except (ApiError, ProviderError) as error:
-        log_event(
-            logger, "shadow_failed", logging.WARNING, completion_id=completion_id,
-            experiment=turn.routing.experiment, variant=agent.name, error=error.message,
-        )  # fmt: skip
+    except ProviderError as error:
+        await _charge(turn, agent, completion_id, error.usage, None)
+        _failed(turn, agent, completion_id, error.message)
         return
+    except ApiError as error:
+        _failed(turn, agent, completion_id, error.message)
+        return
+    await _charge(turn, agent, completion_id, answer.usage, loop.upstream.answered_by)
     log_event(
         logger, "shadow_answered", completion_id=completion_id,
         experiment=turn.routing.experiment, variant=agent.name, tokens=answer.usage.total_tokens,
@@ -48,3 +55,29 @@ async def run_shadow(agent: AgentConfig, turn: Turn, config: Config, engine: Eng
     )
     for judge in sampled_judges(config, agent.judges, engine.rng):
         await judge_reply(judge, subject, config, engine)
+
+
+async def _charge(
+    turn: Turn, agent: AgentConfig, completion_id: str, usage: Usage, answered_by: Deployment | None
+) -> None:
+    if not usage.total_tokens:
+        return
+    experiment = turn.routing.experiment
+    row = charge_background(
+        "shadow",
+        completion_id,
+        agent.name,
+        experiment,
+        agent.name,
+        turn.user_id,
+        usage,
+        answered_by,
+    )
+    await in_database(row.save)
+
+
+def _failed(turn: Turn, agent: AgentConfig, completion_id: str, message: str) -> None:
+    log_event(
+        logger, "shadow_failed", logging.WARNING, completion_id=completion_id,
+        experiment=turn.routing.experiment, variant=agent.name, error=message,
+    )  # fmt: skip

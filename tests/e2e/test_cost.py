@@ -5,6 +5,8 @@ Expected figures are computed with genai-prices' own ``calc_price`` from the usa
 fake upstream reported, not with the gateway's code.
 """
 
+import json
+import uuid
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -15,7 +17,8 @@ import pytest
 from genai_prices import Usage as PricedUsage
 from genai_prices import calc_price
 
-from tests.fakes.base import FakeUpstream, Reply
+from tests.fakes.base import FakeUpstream, Recorded, Reply
+from tests.polling import wait_for
 from tests.server import GatewayServer
 from tests.upstreams import api_key_of, fake_base_url
 
@@ -24,6 +27,7 @@ TABLE_MODELS = {
     "anthropic": "claude-haiku-4-5",
     "gemini": "gemini-2.5-flash",
 }
+JSON = {"Accept": "application/json"}
 TABLE_PROVIDERS = {"openai": "openai", "anthropic": "anthropic", "gemini": "google"}
 
 
@@ -42,6 +46,9 @@ def server(
         *(f"  - {{name: {kind}-priced, provider: {kind}, model: {model}}}" for kind, model in TABLE_MODELS.items()),
         "  - {name: finetune, provider: self-hosted, model: my-finetune}",
         "  - {name: unpriced, provider: self-hosted, model: llama-local}",
+        "  - {name: judged, provider: self-hosted, model: my-finetune, judges: [pricey]}",
+        "judges:",
+        "  - {name: pricey, provider: self-hosted, model: my-finetune, rubrics: {accuracy: Right?}}",
         "pricing:",
         '  "self-hosted/my-finetune": {input: 3.0, output: 12.0, cache_read: 1.5}',
     ]  # fmt: skip
@@ -175,3 +182,35 @@ def test_metrics_count_the_cost(
     ask(client, "finetune")
 
     assert server.metric("gateway_cost_usd_total", **labels) == pytest.approx(before + 3.0)
+
+
+def test_a_judges_cost_is_charged_to_the_agent_not_the_user(
+    client: openai.OpenAI, fakes: dict[str, FakeUpstream], server: GatewayServer
+) -> None:
+    def judge_call(recorded: Recorded) -> bool:
+        return "impartial judge" in json.dumps(recorded.body)
+
+    verdict = json.dumps({"accuracy": {"score": 8, "reasoning": "Fine."}})
+    fakes["openai"].answer_when(
+        judge_call, Reply.of_text(verdict, prompt_tokens=1_000_000, completion_tokens=0)
+    )
+    fakes["openai"].script(Reply.of_text("Judged.", prompt_tokens=0, completion_tokens=100_000))
+    user = f"judged-{uuid.uuid4().hex[:8]}"
+
+    raw = client.chat.completions.with_raw_response.create(
+        model="judged",
+        messages=[{"role": "user", "content": "Judge me."}],
+        safety_identifier=user,
+        metadata={"history": "off"},
+    )
+    assert raw.parse().usage.model_extra["cost"] == pytest.approx(1.2)  # 100k output x $12
+
+    def agent_spend() -> float:
+        rows = httpx.get(
+            f"{server.url}/admin/spend", params={"group_by": "agent"}, headers=JSON, timeout=10
+        ).json()["data"]
+        return next((row["cost_usd"] for row in rows if row["group"] == "judged"), 0.0)
+
+    wait_for(lambda: agent_spend() >= 4.2, "the judge's $3 to be charged to the agent")
+    usage = httpx.get(f"{server.url}/admin/usage", params={"user": user}, headers=JSON).json()
+    assert usage["cost_usd"]["day"] == pytest.approx(1.2)  # the user pays for the turn only
