@@ -166,7 +166,7 @@ def test_split_keeps_each_user_on_one_variant_and_one_history(
 
     ledger = rows(
         server,
-        "SELECT user_id, experiment, variant, agent FROM inference_ledgerentry WHERE user_id LIKE 'split-user-%'",
+        "SELECT user_id, experiment, variant, agent FROM inference_ledgerentry WHERE kind = 'turn' AND user_id LIKE 'split-user-%'",
     )
     by_user: dict[str, set[str]] = {}
     for user, experiment, variant, agent in ledger:
@@ -220,9 +220,11 @@ def test_shadow_variant_runs_in_the_background_judged_but_neither_stored_nor_bil
     assert all(completion.startswith("shadow-") for completion in shadow_ids)
     shadow_call = fakes["anthropic"].last.body
     assert shadow_call["system"] == "You are B." and shadow_call["model"] == "shadow-b-model"
-    assert rows(
-        server, "SELECT agent, variant FROM inference_ledgerentry WHERE user_id = ?", user_id
-    ) == [("shadow-a", "shadow-a")]
+    billed = "SELECT agent, variant FROM inference_ledgerentry WHERE kind = 'turn' AND user_id = ?"
+    assert rows(server, billed, user_id) == [("shadow-a", "shadow-a")]
+    # What the shadow and the judges spent is charged to the experiment, not billed.
+    charged = "SELECT kind, agent FROM inference_ledgerentry WHERE kind != 'turn' AND user_id = ?"
+    assert ("shadow", "shadow-b") in rows(server, charged, user_id)
     stored = rows(
         server, "SELECT role, content FROM inference_storedmessage WHERE user_id = ?", user_id
     )
@@ -268,7 +270,7 @@ def test_two_processes_agree_on_sticky_variants_and_bandit_means(
                 ask(process_client, "exp-split", user)
         variants = rows(
             server,
-            "SELECT user_id, COUNT(DISTINCT variant) FROM inference_ledgerentry WHERE user_id LIKE 'agree-%' GROUP BY user_id",
+            "SELECT user_id, COUNT(DISTINCT variant) FROM inference_ledgerentry WHERE kind = 'turn' AND user_id LIKE 'agree-%' GROUP BY user_id",
         )
         assert len(variants) == 8 and {count for _, count in variants} == {1}
 
@@ -279,7 +281,7 @@ def test_two_processes_agree_on_sticky_variants_and_bandit_means(
                 ask(process_client, "exp-bandit", "bandit-user")
         chosen = rows(
             server,
-            "SELECT DISTINCT variant FROM inference_ledgerentry WHERE user_id = 'bandit-user'",
+            "SELECT DISTINCT variant FROM inference_ledgerentry WHERE kind = 'turn' AND user_id = 'bandit-user'",
         )
         assert chosen == [("bandit-b",)]  # epsilon 0: both processes exploit the same means
         wait_for(
@@ -313,9 +315,11 @@ def test_subagent_named_after_an_experiment_gets_the_users_variant(
 ) -> None:
     user = "subagent-user"
     ask(client, "exp-split", user, "Which variant?")
-    (variant,) = rows(server, "SELECT variant FROM inference_ledgerentry WHERE user_id = ?", user)[
-        0
-    ]
+    (variant,) = rows(
+        server,
+        "SELECT variant FROM inference_ledgerentry WHERE kind = 'turn' AND user_id = ?",
+        user,
+    )[0]
     variant_fake = fakes["openai" if variant == "split-a" else "groq"]
     fakes["openai"].script(Reply.of_tool_calls(("exp-split", {"message": "Help me."})))
     if variant == "split-a":  # the variant's call comes between the caller's two rounds
@@ -356,7 +360,7 @@ def test_a_hand_edit_adds_an_experiment_that_routes_at_once(
         assert reply
         assert rows(
             server,
-            "SELECT experiment, variant FROM inference_ledgerentry WHERE user_id = 'edit-user'",
+            "SELECT experiment, variant FROM inference_ledgerentry WHERE kind = 'turn' AND user_id = 'edit-user'",
         )[0] == (
             "exp-new",
             "split-b",

@@ -51,7 +51,7 @@ def test_records_of_a_burst_survive_sigterm(
     assert statuses == [200] * BURST
     with sqlite3.connect(server.database_url.removeprefix("sqlite:///")) as db:
         rows, billed = db.execute(
-            "SELECT COUNT(*), SUM(total_tokens) FROM inference_ledgerentry"
+            "SELECT COUNT(*), SUM(total_tokens) FROM inference_ledgerentry WHERE kind = 'turn'"
         ).fetchone()
         stored = db.execute("SELECT role, content FROM inference_storedmessage").fetchall()
         reserved = db.execute("SELECT COUNT(*) FROM inference_budgetreservation").fetchone()[0]

@@ -788,7 +788,7 @@ def test_metadata_history_off_neither_replays_nor_stores_but_bills(
 
     def billed() -> int:
         with sqlite3.connect(gateway.workdir / "gateway.sqlite3") as database:
-            query = "SELECT COUNT(*) FROM inference_ledgerentry WHERE user_id = ?"
+            query = "SELECT COUNT(*) FROM inference_ledgerentry WHERE kind = 'turn' AND user_id = ?"
             return database.execute(query, (user_id,)).fetchone()[0]
 
     # The stateless turn's ledger row is written behind its reply.
