@@ -1,20 +1,26 @@
 """Records written in groups (group commit), owned by the engine.
 
 Request code hands a record to the writer with the function that writes a group of such
-records in one transaction (``inference.turn.recording.record_turns``). One flusher writes
-everything pending, one worker-thread call per function, then whatever arrived
-meanwhile, until nothing is left: under load many turns share a transaction instead of
-paying one each. A caller whose reply acknowledges something a later request reads
-(``write``) waits for the commit of its group, so that it is in the database for every
-process (budgets and history stay exact across workers); any other caller only queues its
-record (``queue``) and answers at once. A group that fails is retried record by record, so
-one bad record fails alone. ``stop`` writes whatever is pending before the process exits,
-including the records of requests still being answered when it was called.
+records (``inference.turn.recording.record_turns``). One flusher writes everything
+pending in one transaction, in one worker-thread call, then whatever arrived meanwhile,
+until nothing is left: under load many turns share a transaction instead of paying one
+each. A caller whose reply acknowledges something a later request reads (``write``)
+waits for the commit of its group, so that it is in the database for every process
+(budgets and history stay exact across workers); any other caller only queues its record
+(``queue``) and answers at once. A record nobody waits for and nobody reads soon (a
+request's trace, ``defer``) waits for the next group, or ``DEFER_SECONDS`` at most, so it
+costs no transaction of its own. A group that fails is retried function by function and
+record by record, so one bad record fails alone. ``stop`` writes whatever is pending
+before the process exits, including the records of requests still being answered when
+it was called.
 """
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
+
+from django.db import transaction
 
 from core.afterresponse import responses_in_progress
 from inference.ledger.database import in_database
@@ -22,15 +28,20 @@ from inference.ledger.database import in_database
 # How long stop() waits for requests still being answered to hand over their records: with
 # the background work's grace before it, within the time a worker gets before SIGKILL.
 DRAIN_SECONDS = 8.0
+# How long a deferred record waits for a group to join before it is written on its own.
+DEFER_SECONDS = 1.0
+
+logger = logging.getLogger("gateway.ledger")
 
 type WriteGroup = Callable[[list[Any]], None]
-type Pending = list[tuple[Any, asyncio.Future[None]]]
+type Pending = list[tuple[Any, asyncio.Future[None] | None]]
 
 
 class RecordWriter:
     def __init__(self) -> None:
         self._pending: dict[WriteGroup, Pending] = {}
         self._flusher: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     async def write[T](self, write_group: Callable[[list[T]], None], record: T) -> None:
         """Queue ``record`` and wait until it is committed (the write goes on if the
@@ -41,9 +52,14 @@ class RecordWriter:
         """Queue ``record``; the future is done once it is committed or has failed."""
         written = asyncio.get_running_loop().create_future()
         self._pending.setdefault(write_group, []).append((record, written))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush(), name="write records")
+        self._start()
         return written
+
+    def defer[T](self, write_group: Callable[[list[T]], None], record: T) -> None:
+        """Queue ``record`` to be written with the next group (a failure is logged)."""
+        self._pending.setdefault(write_group, []).append((record, None))
+        if self._timer is None and not self._flushing:
+            self._timer = asyncio.get_running_loop().call_later(DEFER_SECONDS, self._start)
 
     async def stop(self, drain: float = DRAIN_SECONDS) -> None:
         """Wait up to ``drain`` seconds for the requests still being answered (a request the
@@ -53,32 +69,63 @@ class RecordWriter:
         deadline = loop.time() + drain
         while responses_in_progress() and loop.time() < deadline:
             await asyncio.sleep(0.01)
+        if self._pending:
+            self._start()
         while self._flusher is not None and not self._flusher.done():
             await asyncio.shield(self._flusher)
 
+    @property
+    def _flushing(self) -> bool:
+        return self._flusher is not None and not self._flusher.done()
+
+    def _start(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._flushing:
+            self._flusher = asyncio.create_task(self._flush(), name="write records")
+
     async def _flush(self) -> None:
         while self._pending:
-            write_group, group = self._pending.popitem()
+            groups, self._pending = self._pending, {}
             try:
-                await in_database(write_group, [record for record, _ in group])
+                await in_database(_write_groups, groups)
             except Exception:
-                for record, written in group:
-                    try:
-                        await in_database(write_group, [record])
-                    except Exception as error:
-                        _settle(written, error)
-                    else:
-                        _settle(written, None)
+                await self._one_by_one(groups)
             else:
-                for _, written in group:
-                    _settle(written, None)
+                for group in groups.values():
+                    for _, written in group:
+                        _settle(written, None)
             finally:
                 # Cancelled (the loop is closing) or worse: no waiter may wait forever.
-                for _, written in group:
-                    _settle(written, RuntimeError("the record writer stopped"))
+                for group in groups.values():
+                    for _, written in group:
+                        if written is not None:
+                            _settle(written, RuntimeError("the record writer stopped"))
+
+    async def _one_by_one(self, groups: dict[WriteGroup, Pending]) -> None:
+        for write_group, group in groups.items():
+            for record, written in group:
+                try:
+                    await in_database(_write_groups, {write_group: [(record, written)]})
+                except Exception as error:
+                    _settle(written, error)
+                else:
+                    _settle(written, None)
 
 
-def _settle(written: asyncio.Future[None], error: Exception | None) -> None:
+def _write_groups(groups: dict[WriteGroup, Pending]) -> None:
+    """Write every group in one transaction."""
+    with transaction.atomic():
+        for write_group, group in groups.items():
+            write_group([record for record, _ in group])
+
+
+def _settle(written: asyncio.Future[None] | None, error: Exception | None) -> None:
+    if written is None:
+        if error is not None:
+            logger.error("could not write a deferred record", exc_info=error)
+        return
     if written.done():
         return
     if error is None:

@@ -3,16 +3,14 @@ call summed) that replaces the turn's budget reservation, the exchange in the us
 history when the turn produced an answer, and the gateway's half of a tool round that
 ended at client calls.
 
-Turns that end together are written together (``inference.ledger.writer``): one transaction
-for all of them, so each turn's ledger row and the settling of its reservation commit
-at once.
+Turns that end together are written together, in the writer's transaction
+(``inference.ledger.writer``), so each turn's ledger row and the settling of its
+reservation commit at once.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-
-from django.db import transaction
 
 from inference.ledger.history import history_rows
 from inference.models import BudgetReservation, LedgerEntry, StoredMessage, ToolExchange
@@ -49,37 +47,36 @@ class TurnRecord:
 
 
 def record_turns(records: Sequence[TurnRecord]) -> None:
-    """Write ``records`` in one transaction."""
-    with transaction.atomic():
-        LedgerEntry.objects.bulk_create([_ledger_row(record) for record in records])
-        reservations = [
-            record.turn.reservation for record in records if record.turn.reservation is not None
-        ]
-        if reservations:
-            BudgetReservation.objects.filter(id__in=reservations).delete()
-        history = [
-            row
-            for record in records
-            if record.reply is not None and record.turn.remembers
-            for row in history_rows(
-                record.turn.user_id,
-                record.turn.requested_model,
-                record.turn.user_text,
-                record.reply,
-            )
-        ]
-        if history:
-            StoredMessage.objects.bulk_create(history)
-        exchanges = [
-            row
-            for record in records
-            if record.exchange is not None
-            for row in tool_exchange_rows(
-                record.turn.user_id, [call.id for call in record.client_calls], record.exchange
-            )
-        ]
-        if exchanges:
-            ToolExchange.objects.bulk_create(exchanges)
+    """Write ``records`` (the writer holds the transaction)."""
+    LedgerEntry.objects.bulk_create([_ledger_row(record) for record in records])
+    reservations = [
+        record.turn.reservation for record in records if record.turn.reservation is not None
+    ]
+    if reservations:
+        BudgetReservation.objects.filter(id__in=reservations).delete()
+    history = [
+        row
+        for record in records
+        if record.reply is not None and record.turn.remembers
+        for row in history_rows(
+            record.turn.user_id,
+            record.turn.requested_model,
+            record.turn.user_text,
+            record.reply,
+        )
+    ]
+    if history:
+        StoredMessage.objects.bulk_create(history)
+    exchanges = [
+        row
+        for record in records
+        if record.exchange is not None
+        for row in tool_exchange_rows(
+            record.turn.user_id, [call.id for call in record.client_calls], record.exchange
+        )
+    ]
+    if exchanges:
+        ToolExchange.objects.bulk_create(exchanges)
 
 
 def charge_background(
