@@ -92,6 +92,8 @@ class AnthropicProvider(Provider):
             usage=_usage(body.get("usage")),
             tool_calls=tuple(calls),
             reasoning=tuple(reasoning),
+            response_id=body.get("id"),
+            response_model=body.get("model"),
         )
 
     async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
@@ -307,12 +309,14 @@ class _StreamState:
     call_index: dict[int, int] = field(default_factory=dict)  # content block → tool call
     response_blocks: set[int] = field(default_factory=set)
     thinking: dict[int, dict[str, Any]] = field(default_factory=dict)  # block → so far
+    message: dict[str, Any] = field(default_factory=dict)  # message_start's (id, model)
 
     def events(self, payload: dict[str, Any]) -> list[StreamEvent]:
         kind = payload.get("type")
         index = payload.get("index", 0)
         if kind == "message_start":
-            usage = payload["message"].get("usage") or {}
+            self.message = payload["message"]
+            usage = self.message.get("usage") or {}
             self.prompt_tokens = _input_tokens(usage)
             self.cached_tokens = _cached_tokens(usage)
             self.cache_writes = _cache_writes(usage)
@@ -361,7 +365,13 @@ class _StreamState:
         reason = (payload.get("delta") or {}).get("stop_reason")
         if reason:
             finish = _STOP_REASONS.get(reason, "stop")
-            events.append(Finish(finish if self.call_index else _no_tool_calls(finish)))
+            events.append(
+                Finish(
+                    finish if self.call_index else _no_tool_calls(finish),
+                    self.message.get("id"),
+                    self.message.get("model"),
+                )
+            )
         usage = payload.get("usage")
         if usage:
             prompt = _input_tokens(usage) or self.prompt_tokens

@@ -13,6 +13,7 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from agents.schema import ProviderConfig
 from core import fastjson
+from core.traceparent import outgoing_headers
 from core.upstreamclock import upstream_wait
 from inference.providers.toolnames import ToolNameRule
 from inference.providers.types import ChatRequest, ChatResponse, Finish, StreamEvent, Usage
@@ -122,7 +123,7 @@ class Provider:
         raise NotImplementedError
 
     def _json_headers(self) -> dict[str, str]:
-        return {**self.headers(), "Content-Type": "application/json"}
+        return {**self.headers(), "Content-Type": "application/json", **outgoing_headers()}
 
     def _request(self, url: str, body: dict[str, Any]) -> httpx.Request:
         return self.client.build_request(

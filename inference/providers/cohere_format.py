@@ -76,6 +76,7 @@ class CohereProvider(Provider):
             finish_reason=_FINISH_REASONS.get(reason, "stop"),
             usage=_usage(body.get("usage")),
             tool_calls=calls,
+            response_id=body.get("id"),
         )
 
     async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
@@ -181,12 +182,16 @@ class _StreamState:
     """Turns ``message-start`` … ``message-end`` events into neutral stream events."""
 
     call_index: dict[int, int] = field(default_factory=dict)  # event index → tool call
+    response_id: str | None = None  # message-start's
 
     def events(self, payload: dict[str, Any]) -> list[StreamEvent]:
         kind = payload.get("type")
         delta = payload.get("delta") or {}
         message = delta.get("message") or {}
         index = payload.get("index", 0)
+        if kind == "message-start":
+            self.response_id = payload.get("id")
+            return []
         if kind == "content-delta":
             text = (message.get("content") or {}).get("text")
             return [TextDelta(text)] if text else []
@@ -208,5 +213,5 @@ class _StreamState:
             return [ToolCallDelta(index=self.call_index[index], arguments=arguments)]
         if kind == "message-end":
             reason = _FINISH_REASONS.get(delta.get("finish_reason") or "COMPLETE", "stop")
-            return [Finish(reason), UsageReport(_usage(delta.get("usage")))]
+            return [Finish(reason, self.response_id), UsageReport(_usage(delta.get("usage")))]
         return []

@@ -74,6 +74,8 @@ class GeminiProvider(Provider):
             finish_reason=reply.finish_reason,
             usage=reply.usage,
             tool_calls=tuple(reply.calls),
+            response_id=body.get("responseId"),
+            response_model=body.get("modelVersion"),
         )
 
     async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
@@ -259,7 +261,9 @@ class _Reply:
             self.finish_reason = _FINISH_REASONS.get(reason, "stop")
             if self.calls:
                 self.finish_reason = "tool_calls"
-            events.append(Finish(self.finish_reason))
+            events.append(
+                Finish(self.finish_reason, body.get("responseId"), body.get("modelVersion"))
+            )
         if body.get("usageMetadata"):
             self.usage = _usage(body["usageMetadata"])
             events.append(UsageReport(self.usage))

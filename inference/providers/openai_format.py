@@ -72,6 +72,8 @@ class OpenAIFormatProvider(Provider):
             usage=_usage(body.get("usage")),
             tool_calls=calls,
             logprobs=choice.get("logprobs"),
+            response_id=body.get("id"),
+            response_model=body.get("model"),
         )
 
     async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
@@ -224,7 +226,8 @@ def _chunk_events(chunk: dict[str, Any]) -> list[StreamEvent]:
                 )
             )
         if choice.get("finish_reason"):
-            events.append(Finish(_FINISH_REASONS.get(choice["finish_reason"], "stop")))
+            reason = _FINISH_REASONS.get(choice["finish_reason"], "stop")
+            events.append(Finish(reason, chunk.get("id"), chunk.get("model")))
     if chunk.get("usage"):
         events.append(UsageReport(_usage(chunk["usage"])))
     return events

@@ -174,6 +174,9 @@ class ChatResponse:
     tool_calls: tuple[ToolCall, ...] = ()
     logprobs: Any = None  # the provider's logprobs object, where it gives OpenAI's shape
     reasoning: tuple[Any, ...] = ()  # see Message.reasoning
+    # The upstream's id of the reply and the model that wrote it, where it says (traces).
+    response_id: str | None = None
+    response_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,8 @@ class Reasoning:
 @dataclass(frozen=True)
 class Finish:
     reason: FinishReason
+    response_id: str | None = None  # as on ChatResponse
+    response_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -222,6 +227,7 @@ class StreamAccumulator:
     reasoning: list[Any] = field(default_factory=list)
     finish_reason: FinishReason = "stop"
     usage: Usage = Usage()
+    finish: Finish | None = None
 
     def add(self, event: StreamEvent) -> None:
         match event:
@@ -238,7 +244,7 @@ class StreamAccumulator:
             case Reasoning(item=item):
                 self.reasoning.append(item)
             case Finish(reason=reason):
-                self.finish_reason = reason
+                self.finish_reason, self.finish = reason, event
             case UsageReport(usage=usage):
                 self.usage = usage
 
@@ -253,4 +259,6 @@ class StreamAccumulator:
             usage=self.usage,
             tool_calls=calls,
             reasoning=tuple(self.reasoning),
+            response_id=self.finish.response_id if self.finish else None,
+            response_model=self.finish.response_model if self.finish else None,
         )
