@@ -19,6 +19,7 @@ SECRET_PATHS = (
     ("providers", "*", "api_key"),
     ("auth", "*", "basic", "password"),
     ("auth", "*", "oidc", "client_secret"),
+    ("telemetry", "headers", "*"),  # a collector's credentials
 )
 
 

@@ -227,6 +227,24 @@ class BudgetsConfig(Section):
     users: dict[str, BudgetLimits] = {}
 
 
+class TelemetryConfig(Finite):
+    """Our extension: OpenTelemetry traces (docs/telemetry.md); the standard ``OTEL_*``
+    environment variables work too."""
+
+    otlp_endpoint: str | None = Field(
+        default=None, description="The collector's base URL: spans go to <it>/v1/traces."
+    )
+    headers: dict[str, str] = Field(
+        default={}, description="Headers sent with every export (a collector's credentials)."
+    )
+    sample_rate: float = Field(default=1.0, ge=0, le=1)
+    capture_content: bool = False
+    store: bool = Field(
+        default=True, description="Keep each request's spans for the admin's Requests pages."
+    )
+    retention_days: float = Field(default=7, gt=0)
+
+
 class Config(Section):
     default_user_id: str | None = None
     providers: dict[str, ProviderConfig]
@@ -240,6 +258,7 @@ class Config(Section):
     limits: LimitsConfig = LimitsConfig()
     pricing: dict[str, PriceConfig] = {}
     budgets: BudgetsConfig = BudgetsConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
 
     @property
     def proxy_auth(self) -> AuthScope | None:

@@ -267,6 +267,31 @@ async def measure(
     return results, tree_cpu(os.getpid()) - own_cpu
 
 
+async def interleave(
+    targets: list[Target], clients: tuple[int, ...], rounds: int, seconds: float
+) -> dict[tuple[str, bool, int], Cell]:
+    """Warm each target up, then measure them in interleaved slices: each round starts
+    with another target, so a drift of the machine spreads over all of them."""
+    for target in targets:
+        await run_slice(target, 16, False, 0.5, Cell())
+    results = {
+        (target.name, stream, count): Cell()
+        for target in targets
+        for stream in (False, True)
+        for count in clients
+    }
+    for stream in (False, True):
+        for count in clients:
+            say(f"{'streaming' if stream else 'non-streaming'}, {count} clients")
+            for round_number in range(rounds):
+                shift = round_number % len(targets)
+                for target in targets[shift:] + targets[:shift]:
+                    await run_slice(
+                        target, count, stream, seconds, results[(target.name, stream, count)]
+                    )
+    return results
+
+
 def say(message: str) -> None:
     print(f"... {message}", file=sys.stderr, flush=True)
 

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.compare import Cell, Target, run_slice, say, start_process
+from bench.compare import Target, interleave, start_process
 from bench.workload import bench_config
 from tests.server import PROJECT_DIR, GatewayServer, free_port
 
@@ -62,7 +62,7 @@ def main() -> None:
                 Target("money", f"{servers[1].url}/v1", servers[1].pid, keys),
                 Target("limited", f"{servers[1].url}/v1", servers[1].pid, limited),
             ]  # fmt: skip
-            results = asyncio.run(_measure(targets, options.rounds, options.seconds))
+            results = asyncio.run(interleave(targets, CLIENTS, options.rounds, options.seconds))
         finally:
             for server in servers:
                 server.stop()
@@ -91,29 +91,6 @@ def _mint(server: GatewayServer, user: str, *limits: str) -> str:
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, env=server.env, check=True)
     return done.stdout.strip()
-
-
-async def _measure(
-    targets: list[Target], rounds: int, seconds: float
-) -> dict[tuple[str, bool, int], Cell]:
-    for target in targets:
-        await run_slice(target, 16, False, 0.5, Cell())
-    results = {
-        (target.name, stream, clients): Cell()
-        for target in targets
-        for stream in (False, True)
-        for clients in CLIENTS
-    }
-    for stream in (False, True):
-        for clients in CLIENTS:
-            say(f"{'streaming' if stream else 'non-streaming'}, {clients} clients")
-            for round_number in range(rounds):
-                shift = round_number % len(targets)
-                for target in targets[shift:] + targets[:shift]:
-                    await run_slice(
-                        target, clients, stream, seconds, results[(target.name, stream, clients)]
-                    )
-    return results
 
 
 if __name__ == "__main__":

@@ -68,6 +68,43 @@ JUDGE_SCORES = Histogram(
     buckets=tuple(range(11)),
 )
 
+# The OpenTelemetry GenAI client metrics (semantic conventions' names and buckets): one
+# observation per upstream attempt.
+_GENAI_LABELS = [
+    "gen_ai_operation_name",
+    "gen_ai_provider_name",
+    "gen_ai_request_model",
+    "gen_ai_response_model",
+    "error_type",
+]
+GENAI_DURATION = Histogram(
+    "gen_ai_client_operation_duration_seconds",
+    "GenAI operation duration (gen_ai.client.operation.duration): each upstream attempt",
+    _GENAI_LABELS,
+    buckets=(
+        0.01,
+        0.02,
+        0.04,
+        0.08,
+        0.16,
+        0.32,
+        0.64,
+        1.28,
+        2.56,
+        5.12,
+        10.24,
+        20.48,
+        40.96,
+        81.92,
+    ),
+)
+GENAI_TOKENS = Histogram(
+    "gen_ai_client_token_usage",
+    "Tokens used per upstream call (gen_ai.client.token.usage), by gen_ai_token_type",
+    [*_GENAI_LABELS[:4], "gen_ai_token_type"],
+    buckets=tuple(float(4**power) for power in range(14)),
+)
+
 
 def observe_request(log: RequestLog) -> None:
     """Count one finished request (only /v1: the admin and probes are not traffic)."""
@@ -103,3 +140,20 @@ def observe_attempt(provider: str, model: str, outcome: str) -> None:
 
 def observe_circuit(provider: str, model: str, *, opened: bool) -> None:
     CIRCUIT_OPEN.labels(provider, model).set(1 if opened else 0)
+
+
+def observe_operation(
+    provider: str,
+    model: str,
+    response_model: str | None,
+    seconds: float,
+    error_type: str | None,
+    input_tokens: int,
+    output_tokens: int,
+) -> None:
+    """One upstream attempt in the GenAI metrics (tokens only for one that answered)."""
+    labels = ("chat", provider, model, response_model or "")
+    GENAI_DURATION.labels(*labels, error_type or "").observe(seconds)
+    if error_type is None:
+        GENAI_TOKENS.labels(*labels, "input").observe(input_tokens)
+        GENAI_TOKENS.labels(*labels, "output").observe(output_tokens)

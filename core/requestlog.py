@@ -14,11 +14,13 @@ class RequestLog:
     method: str
     path: str
     user: str = ""
+    model: str = ""  # the name the client asked for (an agent or an experiment)
     agent: str = ""
     experiment: str = ""
     variant: str = ""
     provider: str = ""  # the provider (name) that answered
     upstream: str = ""  # <provider>/<model> that answered the final model call
+    completion_id: str = ""
     stream: bool = False
     tokens: int = 0
     prompt_tokens: int = 0

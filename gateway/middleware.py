@@ -2,16 +2,22 @@
 
 It also times the request: the log line gets its latency and the part of it spent in the
 gateway itself (not waiting on providers, ``core.upstreamclock``), which ``/v1``
-responses carry as ``X-Gateway-Overhead-Ms`` (for a stream: up to its first byte).
+responses carry as ``X-Gateway-Overhead-Ms`` (for a stream: up to its first byte). A
+``/v1`` POST is traced (``inference.telemetry``): its server span is ``request.span``, and
+once its trace is complete (the reply sent, the judges done) the spans are exported and
+the request's record is kept for the admin's Requests pages, under its ``X-Request-ID``.
 
 Request code of both apps reads what it needs from the request (``request.runtime``,
 ``request.log``), typed by each app's own request class (``inference.api.context``,
 ``adminui.context``), so no app imports this top-level package.
 """
 
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from functools import partial
 from typing import cast
 
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
@@ -23,45 +29,83 @@ from core.paths import is_v1_path
 from core.requestlog import RequestLog
 from core.upstreamclock import UpstreamClock, start_clock
 from gateway import runtime
+from inference.engine import Engine
+from inference.ledger.requests import record_requests, request_row
+from inference.telemetry.spans import NO_SPAN, RequestTrace, Span
+from inference.telemetry.tracing import TRACING
 
 
 class RequestContextMiddleware(AsyncMiddleware):
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
         started, clock = time.perf_counter(), start_clock()
-        request_id = request.headers.get("X-Request-ID") or uuid.uuid4().hex
+        request_id = request.headers.get("X-Request-ID", "")
+        if not _REQUEST_ID.fullmatch(request_id):
+            request_id = uuid.uuid4().hex
         log = RequestLog(request_id=request_id, method=request.method or "", path=request.path)
-        request.runtime = runtime.current()  # type: ignore[attr-defined]
+        current = runtime.current()
+        request.runtime = current  # type: ignore[attr-defined]
         request.log = log  # type: ignore[attr-defined]
+        v1 = is_v1_path(request.path)
+        span = NO_SPAN
+        if v1 and request.method == "POST":
+            span = TRACING.begin(
+                f"POST {request.path}",
+                request.headers,
+                {"http.request.method": "POST", "url.path": request.path},
+                partial(_traced, log, current.engine),
+            )
+        request.span = span  # type: ignore[attr-defined]
         response = await self.get_response(request)
         response["X-Request-ID"] = request_id
         log.status, log.stream = response.status_code, response.streaming
-        if is_v1_path(request.path):
+        if v1:
             response["X-Gateway-Overhead-Ms"] = f"{_overhead_ms(started, clock):.2f}"
         if isinstance(response, StreamingHttpResponse):
             # Every stream the gateway serves is an async iterator (ASGI).
             content = cast(AsyncIterator[bytes], response.streaming_content)
-            response.streaming_content = _log_when_done(content, log, started, clock)
+            response.streaming_content = _log_when_done(content, log, started, clock, span)
         else:
-            _finish(log, started, clock)
+            _finish(log, started, clock, span)
         return response
 
 
+# An X-Request-ID the client sends is kept when it is a plain token of at most 64 characters.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+
+
 async def _log_when_done(
-    content: AsyncIterator[bytes], log: RequestLog, started: float, clock: UpstreamClock
+    content: AsyncIterator[bytes],
+    log: RequestLog,
+    started: float,
+    clock: UpstreamClock,
+    span: Span,
 ) -> AsyncIterator[bytes]:
     try:
         async for part in content:
             yield part
     finally:
-        _finish(log, started, clock)
+        _finish(log, started, clock, span)
 
 
-def _finish(log: RequestLog, started: float, clock: UpstreamClock) -> None:
+def _finish(log: RequestLog, started: float, clock: UpstreamClock, span: Span) -> None:
     log.latency_ms = round((time.perf_counter() - started) * 1000, 2)
     log.overhead_ms = round(_overhead_ms(started, clock), 2)
     log.emit()
     observe_request(log)
     live.publish(log)
+    if span.recording:
+        span.set({"http.response.status_code": log.status})
+        if log.status >= 500:
+            span.fail(log.error or str(log.status))
+        span.end()
+
+
+def _traced(log: RequestLog, engine: Engine, trace: RequestTrace) -> None:
+    """A request's trace is complete: export it, and keep its record."""
+    TRACING.export(trace)
+    if TRACING.store:
+        started = datetime.fromtimestamp(trace.started_ns / 1e9, UTC)
+        engine.writer.defer(record_requests, request_row(log, trace.compact(), started))
 
 
 def _overhead_ms(started: float, clock: UpstreamClock) -> float:

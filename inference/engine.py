@@ -1,5 +1,5 @@
 """The long-lived parts of ``/v1``: provider clients, MCP servers, the writer of the
-turns' records and background work.
+turns' records, background work and the trace exporter.
 
 The process runtime owns one engine, starts it on the server's event loop and hands it
 every config that gets applied; request code only borrows from it.
@@ -13,6 +13,7 @@ from inference.background import BackgroundTasks
 from inference.ledger.writer import RecordWriter
 from inference.providers.registry import ProviderClients
 from inference.routing.circuits import Circuits
+from inference.telemetry.tracing import TRACING
 from inference.tools.mcp import McpHub
 
 
@@ -31,6 +32,7 @@ class Engine:
     async def start(self, config: Config | None) -> None:
         self._loop = asyncio.get_running_loop()
         if config is not None:
+            TRACING.apply(config.telemetry)
             await self.mcp.apply(config.mcp)
 
     def config_applied(self, config: Config) -> None:
@@ -47,6 +49,8 @@ class Engine:
         await self.writer.stop()
         await self.mcp.stop()
         await self.providers.aclose()
+        await asyncio.to_thread(TRACING.shutdown)  # sends the spans it still holds
 
     def _apply(self, config: Config) -> None:
+        TRACING.apply(config.telemetry)
         self.background.spawn(self.mcp.apply(config.mcp), name="apply mcp config")

@@ -145,3 +145,41 @@ class BudgetReservation(models.Model):
             models.Index(fields=["user_id", "expires_at"], name="reservation_lookup"),
             models.Index(fields=["api_key_id", "expires_at"], name="reservation_by_key"),
         ]
+
+
+class RequestRecord(models.Model):
+    """One ``/v1`` request as the admin's Requests pages show it: its log line's fields
+    and its spans (docs/telemetry.md), kept ``telemetry.retention_days``.
+
+    ``spans`` is compact: one list per span, ``[name, kind, parent index (-1: none),
+    start (µs after the request began), duration (µs), error.type or None,
+    attributes]``, parents before their children."""
+
+    request_id = models.CharField(max_length=64)  # the X-Request-Id
+    created_at = models.DateTimeField()  # when the request arrived
+    path = models.CharField(max_length=64)
+    user_id = models.CharField(max_length=255, blank=True, default="")
+    model = models.CharField(max_length=255, blank=True, default="")  # what the client asked
+    agent = models.CharField(max_length=255, blank=True, default="")  # the agent that answered
+    experiment = models.CharField(max_length=255, blank=True, default="")
+    variant = models.CharField(max_length=255, blank=True, default="")
+    completion_id = models.CharField(max_length=64, blank=True, default="")
+    status = models.PositiveSmallIntegerField()  # the HTTP status code
+    error = models.CharField(max_length=64, blank=True, default="")
+    stream = models.BooleanField(default=False)
+    latency_ms = models.FloatField()
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_micro_usd = models.BigIntegerField(null=True, blank=True)
+    upstream = models.CharField(max_length=255, blank=True, default="")  # <provider>/<model>
+    attempts = models.PositiveIntegerField(default=0)
+    spans = models.JSONField(default=list)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["created_at"], name="requests_by_time"),
+            models.Index(fields=["request_id"], name="requests_by_id"),
+            models.Index(fields=["user_id", "created_at"], name="requests_by_user"),
+            models.Index(fields=["agent", "created_at"], name="requests_by_agent"),
+            models.Index(fields=["completion_id"], name="requests_by_completion"),
+        ]

@@ -19,6 +19,7 @@ _RECORD_PAGES = (
     ("Revisions", "admin:revisions"),
     ("Scores", "admin:scores"),
     ("Conversations", "admin:conversations"),
+    ("Requests", "admin:requests"),
     ("Usage", "admin:usage"),
     ("Spend", "admin:spend"),
     ("API keys", "admin:keys"),

@@ -8,6 +8,7 @@ from agents.snapshot import ConfigHolder
 from core.requestlog import RequestLog
 from inference.engine import Engine
 from inference.ledger.keys import KeyGrant
+from inference.telemetry.spans import Span
 
 
 class InferenceRuntime(Protocol):
@@ -24,3 +25,4 @@ class InferenceRequest(HttpRequest):
     api_key: KeyGrant | None  # the minted key the request came with
     # A body over 1 MiB, parsed off the event loop (or the ValueError it raised); else None.
     parsed_body: Any
+    span: Span  # the request's server span (NO_SPAN while tracing is off)

@@ -35,7 +35,7 @@ async def serve(
     turn = await prepare_turn(
         client, config, engine, request.log, id_prefix=id_prefix, key=request.api_key
     )
-    runner = TurnRunner(config, engine, request.log)
+    runner = TurnRunner(config, engine, request.log, request.span)
     header = ReplyHeader(turn.completion_id, turn.created, turn.requested_model, turn.include_usage)
     response: HttpResponseBase
     if client.stream:

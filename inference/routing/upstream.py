@@ -20,16 +20,17 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from agents.schema import Config
-from core.metrics import observe_attempt
+from core.metrics import observe_attempt, observe_operation
 from inference.ledger.prices import Price, price_of, priced
 from inference.providers.base import Provider, ProviderError
 from inference.providers.registry import ProviderClients
 from inference.providers.types import (
     ChatRequest,
     ChatResponse,
+    Finish,
     StreamEvent,
     TextDelta,
     ToolCallDelta,
@@ -38,6 +39,9 @@ from inference.providers.types import (
 )
 from inference.routing.circuits import Circuits
 from inference.routing.deployments import Deployment, Route
+from inference.telemetry.genai import PROVIDER_NAMES, chat_attributes, response_attributes
+from inference.telemetry.spans import NO_SPAN, Span
+from inference.telemetry.tracing import TRACING
 
 # Called before every attempt: raises when the turn may make no more upstream calls.
 type Admit = Callable[[], Awaitable[None]]
@@ -61,6 +65,38 @@ class Attempt:
 
 
 @dataclass
+class _Seen:
+    """What a stream said that its attempt is accounted with: its usage (priced on the
+    way), its finish, and its text when content is captured for the span."""
+
+    price: Price | None
+    capture: bool
+    usage: Usage = field(default_factory=Usage)
+    finish: Finish | None = None
+    text: list[str] = field(default_factory=list)
+
+    def note(self, event: StreamEvent) -> StreamEvent:
+        if isinstance(event, UsageReport):
+            self.usage = priced(event.usage, self.price)
+            return UsageReport(self.usage)
+        if isinstance(event, Finish):
+            self.finish = event
+        elif self.capture and isinstance(event, TextDelta):
+            self.text.append(event.text)
+        return event
+
+    def reply(self) -> ChatResponse:
+        finish = self.finish
+        return ChatResponse(
+            text="".join(self.text),
+            finish_reason=finish.reason if finish is not None else "stop",
+            usage=self.usage,
+            response_id=finish.response_id if finish is not None else None,
+            response_model=finish.response_model if finish is not None else None,
+        )
+
+
+@dataclass
 class _Opened:
     """A stream that reached its first content event (``rest`` None: it is all here)."""
 
@@ -74,7 +110,9 @@ class Upstream:
 
     ``attempts``: every attempt of the latest call; ``journal``: every attempt, shared by
     all the conversations of a turn (the request log writes it); ``answered_by``: the
-    deployment that answered the latest call."""
+    deployment that answered the latest call. Each attempt is a ``chat`` span under
+    ``span`` (the conversation's ``invoke_agent``), and its HTTP request carries that
+    span's ``traceparent``."""
 
     def __init__(
         self,
@@ -85,6 +123,7 @@ class Upstream:
         rng: random.Random,
         admit: Admit,
         journal: list[Attempt] | None = None,
+        span: Span = NO_SPAN,
     ) -> None:
         self.route = route
         self.config = config
@@ -96,7 +135,9 @@ class Upstream:
         self.attempts: list[Attempt] = []
         self.tries = 0  # attempts of the latest call, one under way included
         self.answered_by: Deployment | None = None
+        self.span = span
         self._started = 0.0  # when the answering attempt began
+        self._attempt_span = NO_SPAN  # the answering attempt's
 
     def headers(self) -> dict[str, str]:
         """What a response says of the latest call: the deployment that answered it and
@@ -109,10 +150,13 @@ class Upstream:
     async def complete(self, request: ChatRequest) -> ChatResponse:
         reply = await self._call(request, _complete)
         deployment = self._answered()
-        usage = priced(reply.usage, self._price(deployment))
+        reply = replace(reply, usage=priced(reply.usage, self._price(deployment)))
         self.circuits.succeeded(deployment)
-        self._settled(deployment, "ok", 200, self._started, usage)
-        return replace(reply, usage=usage)
+        span = self._attempt_span
+        if span.recording:
+            span.set(response_attributes(reply, TRACING.capture_content))
+        self._settled(deployment, "ok", 200, self._started, reply.usage, span, reply)
+        return reply
 
     async def stream(
         self, request: ChatRequest, *, held: bool = False
@@ -126,21 +170,16 @@ class Upstream:
         opened = await self._call(request, open_stream)
         deployment = self._answered()
         price = self._price(deployment)
-        usage = Usage()
+        span = self._attempt_span
+        seen = _Seen(price, span.recording and TRACING.capture_content)
         outcome, status = "cancelled", 499
         try:
             for event in opened.first:
-                if isinstance(event, UsageReport):
-                    usage = priced(event.usage, price)
-                    event = UsageReport(usage)
-                yield event
+                yield seen.note(event)
             if opened.rest is not None:
                 async with aclosing(opened.rest) as rest:  # type: ignore[type-var]
                     async for event in rest:
-                        if isinstance(event, UsageReport):
-                            usage = priced(event.usage, price)
-                            event = UsageReport(usage)
-                        yield event
+                        yield seen.note(event)
             outcome, status = "ok", 200
             self.circuits.succeeded(deployment)
         except ProviderError as error:
@@ -151,7 +190,10 @@ class Upstream:
         finally:
             if outcome == "cancelled":
                 self.circuits.abandoned(deployment)
-            self._settled(deployment, outcome, status, opened.started, usage)
+            reply = seen.reply()
+            if span.recording:
+                span.set(response_attributes(reply, seen.capture))
+            self._settled(deployment, outcome, status, opened.started, reply.usage, span, reply)
 
     def price(self) -> Price | None:
         """The price of the deployment that answered the latest call, else of the first."""
@@ -229,11 +271,24 @@ class Upstream:
         self.tries += 1
         provider = self.providers.provider(deployment.provider, self.config)
         probe = self.circuits.starting(deployment)
+        request = replace(request, model=deployment.model)
+        span = self.span.child(f"chat {deployment.model}", "client")
+        if span.recording:
+            span.set(
+                chat_attributes(
+                    provider.kind,
+                    provider.base_url,
+                    request,
+                    self.tries,
+                    TRACING.capture_content,
+                )
+            )
         started = time.perf_counter()
         try:
-            result = await send(provider, replace(request, model=deployment.model))
+            with span.outgoing():
+                result = await send(provider, request)
         except ProviderError as error:
-            self._settled(deployment, error.code, error.status, started)
+            self._settled(deployment, error.code, error.status, started, span=span)
             if error.retryable:
                 self._failed(deployment)
             else:
@@ -242,9 +297,9 @@ class Upstream:
         except BaseException:
             if probe:
                 self.circuits.abandoned(deployment)
-            self._settled(deployment, "cancelled", 499, started)
+            self._settled(deployment, "cancelled", 499, started, span=span)
             raise
-        self.answered_by, self._started = deployment, started
+        self.answered_by, self._started, self._attempt_span = deployment, started, span
         return result
 
     def _failed(self, deployment: Deployment) -> None:
@@ -257,12 +312,28 @@ class Upstream:
         status: int,
         started: float,
         usage: Usage | None = None,
+        span: Span = NO_SPAN,
+        reply: ChatResponse | None = None,
     ) -> None:
+        """Account for an attempt that ended (``outcome`` "ok", or the error code)."""
         seconds = time.perf_counter() - started
         attempt = Attempt(deployment, outcome, status, seconds, usage or Usage())
         self.attempts.append(attempt)
         self.journal.append(attempt)
+        if outcome != "ok":
+            span.fail(outcome)
+        span.end()
         observe_attempt(deployment.provider, deployment.model, outcome)
+        kind = self.config.provider_kind(deployment.provider)
+        observe_operation(
+            PROVIDER_NAMES.get(kind, kind),
+            deployment.model,
+            reply.response_model if reply is not None else None,
+            seconds,
+            None if outcome == "ok" else outcome,
+            attempt.usage.prompt_tokens,
+            attempt.usage.completion_tokens,
+        )
 
 
 async def _complete(provider: Provider, request: ChatRequest) -> ChatResponse:

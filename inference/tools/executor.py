@@ -22,6 +22,9 @@ from inference.routing.circuits import Circuits
 from inference.routing.deployments import Route, route_of
 from inference.routing.experiments import bandit_arms, route
 from inference.routing.upstream import Attempt, Upstream
+from inference.telemetry.genai import agent_attributes, tool_attributes, usage_attributes
+from inference.telemetry.spans import NO_SPAN, Span
+from inference.telemetry.tracing import TRACING
 from inference.tools.bounds import TurnBounds, TurnStopped
 from inference.tools.loop import ToolLoop
 from inference.tools.mcp import McpHub
@@ -56,6 +59,7 @@ class CallContext:
     depth: int = 0
     # Every upstream attempt of the turn's conversations, at every level (the request log).
     journal: list[Attempt] = field(default_factory=list)
+    span: Span = NO_SPAN  # the conversation's invoke_agent span
 
 
 def tool_loop(
@@ -77,6 +81,7 @@ def tool_loop(
         engine.rng,
         context.bounds.admit,
         context.journal,
+        context.span,
     )
     return ToolLoop(
         upstream,
@@ -96,14 +101,21 @@ class ToolExecutor:
     async def run(self, call: ToolCall) -> tuple[Message, Usage]:
         tool = self.toolbox.agent_tools[call.name]
         usage = Usage()
-        try:
-            if tool.kind == "mcp":
-                text = await self._mcp(tool, arguments_object(call.arguments))
-            else:
-                text, usage = await self._subagent(tool.name, call.arguments)
-        except ToolFailed as failure:
-            text = f"Error: {failure}"
-            usage = failure.usage
+        with self.context.span.child(f"execute_tool {tool.name}") as span:
+            if span.recording:
+                span.set(tool_attributes(tool.name, tool.kind, call, TRACING.capture_content))
+            try:
+                if tool.kind == "mcp":
+                    with span.outgoing():
+                        text = await self._mcp(tool, arguments_object(call.arguments))
+                else:
+                    text, usage = await self._subagent(tool.name, call.arguments, span)
+            except ToolFailed as failure:
+                text = f"Error: {failure}"
+                usage = failure.usage
+                span.fail("tool_failed")
+            if TRACING.capture_content and span.recording:
+                span.set({"gen_ai.tool.call.result": text})
         return Message(role="tool", content=text, tool_call_id=call.id, name=call.name), usage
 
     async def _mcp(self, tool: AgentTool, arguments: dict[str, Any]) -> str:
@@ -112,7 +124,7 @@ class ToolExecutor:
             raise ToolFailed(f"MCP server '{tool.server}' is not configured any more")
         return await server.call(tool.name, arguments)
 
-    async def _subagent(self, name: str, arguments: str) -> tuple[str, Usage]:
+    async def _subagent(self, name: str, arguments: str, parent: Span) -> tuple[str, Usage]:
         context = self.context
         if context.depth >= MAX_SUBAGENT_DEPTH:
             raise ToolFailed(
@@ -121,7 +133,17 @@ class ToolExecutor:
             )
         message = _message_argument(arguments)
         agent = await resolve_subagent(context, name)
-        deeper = replace(context, depth=context.depth + 1)
+        with parent.child(f"invoke_agent {agent.name}") as span:
+            if span.recording:
+                span.set(agent_attributes(agent.name, name, context.user_id))
+            deeper = replace(context, depth=context.depth + 1, span=span)
+            return await self._converse(name, agent, message, deeper)
+
+    async def _converse(
+        self, name: str, agent: AgentConfig, message: str, deeper: CallContext
+    ) -> tuple[str, Usage]:
+        """A subagent's conversation, one level deeper."""
+        context = self.context
         route = route_of(agent)
         try:
             toolbox = await build_toolbox(
@@ -141,7 +163,9 @@ class ToolExecutor:
         except TurnStopped:
             raise  # the whole turn ends, not only this subagent's call
         except ProviderError as error:
+            deeper.span.fail(error.code)
             raise ToolFailed(f"subagent '{name}' failed: {error.message}", error.usage) from error
+        deeper.span.set(usage_attributes(loop.spent))
         return answer.text, loop.spent
 
 

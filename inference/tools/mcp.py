@@ -22,10 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from agents.schema import McpServerConfig
 from core.logformat import log_event
+from core.traceparent import outgoing_headers
 from inference.errors import ToolFailed
 from inference.status import McpServerStatus, McpState
 
 if TYPE_CHECKING:
+    import httpx2
+
     # The SDK is imported when a server is first opened: it takes 25 MB of memory that a
     # gateway without MCP servers does not need.
     from mcp import Client
@@ -154,8 +157,20 @@ class McpServer:
 
         settings = self.settings
         if settings.transport == "http":
-            async with Client(settings.url or "", read_timeout_seconds=CALL_TIMEOUT) as client:
-                yield client
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            # Each tool call's POST carries the traceparent of its execute_tool span: the
+            # SDK sends it with the calling task's context variables. (The timeouts are
+            # the SDK's own defaults: a server may hold a response stream open.)
+            http = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(30, read=300),
+                event_hooks={"request": [_with_traceparent]},
+            )
+            async with http:
+                transport = streamable_http_client(settings.url or "", http_client=http)
+                async with Client(transport, read_timeout_seconds=CALL_TIMEOUT) as client:
+                    yield client
             return
         parameters = StdioServerParameters(
             command=settings.command or "", args=list(settings.args), env=dict(settings.env) or None
@@ -242,6 +257,10 @@ class _StderrLines:
         with reader:
             for line in reader:
                 log_event(logger, "mcp_server_stderr", server=self.server, line=line.rstrip())
+
+
+async def _with_traceparent(request: "httpx2.Request") -> None:
+    request.headers.update(outgoing_headers())
 
 
 def _result_text(content: list[Any], structured: Any) -> str:

@@ -27,6 +27,8 @@ from inference.providers.base import ProviderError
 from inference.providers.types import ChatRequest, Message, ResponseFormat, Usage
 from inference.routing.deployments import Deployment, route_of
 from inference.structured.response_format import structured_output_instruction
+from inference.telemetry.genai import agent_attributes, usage_attributes
+from inference.telemetry.spans import NO_SPAN, Span
 from inference.tools.bounds import TurnBounds
 from inference.tools.executor import CallContext, tool_loop
 from inference.tools.toolbox import Toolbox
@@ -98,11 +100,26 @@ def judge_request(judge: JudgeConfig, subject: JudgedReply) -> ChatRequest:
 
 
 async def judge_reply(
-    judge: JudgeConfig, subject: JudgedReply, config: Config, engine: Engine
+    judge: JudgeConfig,
+    subject: JudgedReply,
+    config: Config,
+    engine: Engine,
+    parent: Span = NO_SPAN,
 ) -> None:
-    """Score one reply with one judge and record the outcome, whatever it is."""
+    """Score one reply with one judge and record the outcome, whatever it is; in the
+    reply's trace, an ``invoke_agent`` span under ``parent``."""
+    with parent.child(f"invoke_agent {judge.name}") as span:
+        if span.recording:
+            span.set(agent_attributes(judge.name, judge.model, subject.user_id))
+            span.set({"gateway.judged.agent": subject.agent})
+        await _judge(judge, subject, config, engine, span)
+
+
+async def _judge(
+    judge: JudgeConfig, subject: JudgedReply, config: Config, engine: Engine, span: Span
+) -> None:
     request = judge_request(judge, subject)
-    context = CallContext(config, engine, subject.user_id, TurnBounds(config.limits))
+    context = CallContext(config, engine, subject.user_id, TurnBounds(config.limits), span=span)
     loop = tool_loop(context, route_of(judge), Toolbox(), request.response_format)
     verdict: dict[str, Any] | None = None
     error = ""
@@ -112,6 +129,7 @@ async def judge_reply(
         verdict, spent = json.loads(answer.text), answer.usage
     except ProviderError as failure:
         error, spent = failure.message, failure.usage
+        span.fail(failure.code)
     except asyncio.CancelledError:
         # Shutdown ran out of patience with this judge: say so, since nothing is recorded.
         log_event(
@@ -127,6 +145,8 @@ async def judge_reply(
     except Exception as failure:
         logger.exception("judge %s failed on %s", judge.name, subject.completion_id)
         error = f"internal error: {type(failure).__name__}"
+        span.fail(type(failure).__name__)
+    span.set(usage_attributes(spent))
     answered_by = loop.upstream.answered_by
     await in_database(record_verdict, judge, subject, verdict, error, spent, answered_by)
     if verdict is not None:

@@ -104,7 +104,7 @@ async def prepare_turn(
     key: KeyGrant | None = None,
 ) -> Turn:
     user_id = resolve_user_id(client, config, key)
-    log.user = user_id
+    log.user, log.model = user_id, client.model
     if key is not None and not key.allows(client.model):
         raise ApiError(
             403,
@@ -186,10 +186,11 @@ async def _turn(
     routing = route(config, client.model, user_id, stored.arms, engine.rng)
     log.agent, log.provider = routing.agent.name, routing.agent.provider
     log.experiment, log.variant = routing.experiment, routing.variant
+    log.completion_id = f"{id_prefix}{uuid.uuid4().hex}"
     history = stored.history if routing.agent.history else []
     setting = Setting(client, options, tuple(history), stored.exchanges)
     return Turn(
-        completion_id=f"{id_prefix}{uuid.uuid4().hex}",
+        completion_id=log.completion_id,
         created=int(time.time()),
         user_id=user_id,
         requested_model=client.model,

@@ -33,6 +33,8 @@ from inference.providers.types import (
     Usage,
     UsageReport,
 )
+from inference.telemetry.genai import agent_attributes, usage_attributes
+from inference.telemetry.spans import NO_SPAN, Attributes, Span
 from inference.tools.bounds import TurnBounds
 from inference.tools.exchanges import delete_expired
 from inference.tools.executor import CallContext, tool_loop
@@ -46,25 +48,34 @@ logger = logging.getLogger("gateway.inference")
 
 
 class TurnRunner:
-    def __init__(self, config: Config, engine: Engine, log: RequestLog) -> None:
+    """``span``: the request's server span; the turn is an ``invoke_agent`` span under
+    it, and the judges and shadows after the reply are others."""
+
+    def __init__(
+        self, config: Config, engine: Engine, log: RequestLog, span: Span = NO_SPAN
+    ) -> None:
         self.config = config
         self.engine = engine
         self.log = log
+        self.span = span
+        self.invoke = NO_SPAN
         self.loop: ToolLoop | None = None
 
     async def complete(self, turn: Turn) -> ChatResponse:
         loop = self._loop(turn)
-        try:
-            answer = await loop.complete(turn.call.request)
-        except ProviderError as error:
-            await self._record(turn, loop, loop.bounds.spent, None)
-            raise self._failure(error) from error
-        except BaseException:
-            # Another failure, or the client went away (cancelled): bill what was spent
-            # and free the budget reservation.
-            await asyncio.shield(self._settle_quietly(turn, loop, loop.bounds.spent))
-            raise
-        await self._record(turn, loop, answer.usage, _remembered(answer))
+        with self.invoke:
+            try:
+                answer = await loop.complete(turn.call.request)
+            except ProviderError as error:
+                self.invoke.fail(error.code)
+                await self._record(turn, loop, loop.bounds.spent, None)
+                raise self._failure(error) from error
+            except BaseException:
+                # Another failure, or the client went away (cancelled): bill what was
+                # spent and free the budget reservation.
+                await asyncio.shield(self._settle_quietly(turn, loop, loop.bounds.spent))
+                raise
+            await self._record(turn, loop, answer.usage, _remembered(answer))
         self._after_reply(turn, loop, answer)
         return answer
 
@@ -95,11 +106,16 @@ class TurnRunner:
             outcome = "done"
         except ProviderError as error:
             outcome = "failed"
+            self.invoke.fail(error.code)
             raise self._failure(error) from error
-        except Exception:
+        except Exception as error:
             outcome = "failed"
+            self.invoke.fail(type(error).__name__)
             raise
         finally:
+            if outcome == "cut":
+                self.invoke.fail("cancelled")
+            self.invoke.end()
             # A disconnect cancels this generator at its current await; the bill must be
             # written all the same: tokens the provider already spent are billed.
             reply = None
@@ -113,7 +129,12 @@ class TurnRunner:
 
     def _loop(self, turn: Turn) -> ToolLoop:
         call = turn.call
-        context = CallContext(self.config, self.engine, turn.user_id, self._bounds(turn))
+        self.invoke = self.span.child(f"invoke_agent {turn.agent.name}")
+        if self.invoke.recording:
+            self.invoke.set(_turn_attributes(turn))
+        context = CallContext(
+            self.config, self.engine, turn.user_id, self._bounds(turn), span=self.invoke
+        )
         self.loop = tool_loop(context, call.route, call.toolbox, call.request.response_format)
         return self.loop
 
@@ -149,6 +170,7 @@ class TurnRunner:
                 upstream.answered_by.provider,
                 upstream.answered_by.label,
             )
+        self.invoke.set(usage_attributes(usage))
         self.log.tokens = usage.total_tokens
         self.log.cost_usd = usage.cost_usd
         self.log.prompt_tokens, self.log.completion_tokens = (
@@ -195,6 +217,7 @@ class TurnRunner:
         starts once the response has been sent and runs in the background, owned by the
         engine (finished or cancelled on shutdown)."""
         config, engine, routing = self.config, self.engine, turn.routing
+        span = self.span
         work: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
         if not answer.tool_calls:
             subject = JudgedReply(
@@ -207,19 +230,24 @@ class TurnRunner:
                 reply=answer.text,
             )
             work += [
-                (f"judge {judge.name}", partial(judge_reply, judge, subject, config, engine))
+                (f"judge {judge.name}", partial(judge_reply, judge, subject, config, engine, span))
                 for judge in sampled_judges(config, turn.agent.judges, self.engine.rng)
             ]
         work += [
-            (f"shadow {shadow.name}", partial(run_shadow, shadow, turn, config, engine))
+            (f"shadow {shadow.name}", partial(run_shadow, shadow, turn, config, engine, span))
             for shadow in routing.shadows
         ]
         if loop.exchange is not None:
             work.append(("expire tool exchanges", partial(_expire_exchanges)))
 
+        # The request's trace is complete once this work is done too.
+        holds = [span.hold() for _ in work]
+
         def start() -> None:
-            for name, coroutine in work:
-                engine.background.spawn(coroutine(), name=f"{name} ({turn.completion_id})")
+            for (name, coroutine), release in zip(work, holds, strict=True):
+                engine.background.spawn(
+                    _releasing(coroutine(), release), name=f"{name} ({turn.completion_id})"
+                )
 
         if work:
             after_response(start)
@@ -236,6 +264,24 @@ class TurnRunner:
             error_type=error.error_type,
             headers=headers,
         )
+
+
+def _turn_attributes(turn: Turn) -> Attributes:
+    attributes = agent_attributes(turn.agent.name, turn.requested_model, turn.user_id)
+    routing = turn.routing
+    if routing.experiment:
+        attributes["gateway.experiment"] = routing.experiment
+        attributes["gateway.variant"] = routing.variant
+    if turn.key_id is not None:
+        attributes["gateway.api_key.id"] = turn.key_id
+    return attributes
+
+
+async def _releasing(work: Coroutine[Any, Any, None], release: Callable[[], None]) -> None:
+    try:
+        await work
+    finally:
+        release()
 
 
 def _log_unrecorded(completion_id: str, written: asyncio.Future[None]) -> None:

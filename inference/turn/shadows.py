@@ -14,6 +14,8 @@ from inference.ledger.database import in_database
 from inference.providers.base import ProviderError
 from inference.providers.types import Usage
 from inference.routing.deployments import Deployment
+from inference.telemetry.genai import agent_attributes, usage_attributes
+from inference.telemetry.spans import NO_SPAN, Span
 from inference.tools.bounds import TurnBounds
 from inference.tools.executor import CallContext, tool_loop
 from inference.turn.judges import JudgedReply, judge_reply, sampled_judges
@@ -23,20 +25,37 @@ from inference.turn.recording import charge_background
 logger = logging.getLogger("gateway.shadows")
 
 
-async def run_shadow(agent: AgentConfig, turn: Turn, config: Config, engine: Engine) -> None:
+async def run_shadow(
+    agent: AgentConfig, turn: Turn, config: Config, engine: Engine, parent: Span = NO_SPAN
+) -> None:
+    """Answer the turn with a shadow variant; in the reply's trace, an ``invoke_agent``
+    span under ``parent``."""
+    with parent.child(f"invoke_agent {agent.name}") as span:
+        if span.recording:
+            span.set(agent_attributes(agent.name, turn.requested_model, turn.user_id))
+            span.set({"gateway.experiment": turn.routing.experiment, "gateway.variant": agent.name})
+        await _shadow(agent, turn, config, engine, span)
+
+
+async def _shadow(
+    agent: AgentConfig, turn: Turn, config: Config, engine: Engine, span: Span
+) -> None:
     completion_id = f"shadow-{uuid.uuid4().hex}"
     try:
         call = await agent_call(agent, turn.setting, config, engine)
-        context = CallContext(config, engine, turn.user_id, TurnBounds(config.limits))
+        context = CallContext(config, engine, turn.user_id, TurnBounds(config.limits), span=span)
         loop = tool_loop(context, call.route, call.toolbox, call.request.response_format)
         answer = await loop.complete(call.request)
     except ProviderError as error:
+        span.fail(error.code)
         await _charge(turn, agent, completion_id, error.usage, None)
         _failed(turn, agent, completion_id, error.message)
         return
     except ApiError as error:
+        span.fail(error.code or error.error_type)
         _failed(turn, agent, completion_id, error.message)
         return
+    span.set(usage_attributes(answer.usage))
     await _charge(turn, agent, completion_id, answer.usage, loop.upstream.answered_by)
     log_event(
         logger, "shadow_answered", completion_id=completion_id,
@@ -54,7 +73,7 @@ async def run_shadow(agent: AgentConfig, turn: Turn, config: Config, engine: Eng
         reply=answer.text,
     )
     for judge in sampled_judges(config, agent.judges, engine.rng):
-        await judge_reply(judge, subject, config, engine)
+        await judge_reply(judge, subject, config, engine, span)
 
 
 async def _charge(

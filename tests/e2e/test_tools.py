@@ -6,9 +6,7 @@ Streamable HTTP, and subagents) are run by the gateway in its tool loop.
 """
 
 import json
-import socket
 import sqlite3
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -21,7 +19,7 @@ from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageParam
 
 from tests.fakes.base import FakeUpstream, Reply
 from tests.fakes.gemini_upstream import thought_signature
-from tests.mcp_servers import GREETER
+from tests.mcp_servers import GREETER, start_http_greeter
 from tests.polling import wait_for
 from tests.server import GatewayServer, free_port
 from tests.upstreams import FAKE_CLASSES, api_key_of, fake_base_url, sent_tool_calls_and_results
@@ -298,26 +296,6 @@ def test_anthropic_thinking_goes_back_with_a_client_tool_round(
 
 
 # ---- the agents' own tools, on a gateway with MCP servers and subagents -------------------
-
-
-def wait_for_port(port: int) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"nothing listens on {port}")
-
-
-def start_http_greeter(port: int) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(
-        [sys.executable, str(GREETER), "http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    wait_for_port(port)
-    return process
 
 
 @pytest.fixture(scope="module")
@@ -680,7 +658,7 @@ def test_mcp_server_down_at_start_answers_502_until_it_comes_up(
         answered = httpx.post(url, json=body, timeout=30)
         assert answered.status_code == 200
         assert native_tool_names("openai", fakes["openai"].last.body) == [
-            "say_hello", "add", "files_read", "explode",
+            "say_hello", "add", "files_read", "trace_header", "explode",
         ]  # fmt: skip
     finally:
         process.terminate()
@@ -692,9 +670,9 @@ def test_admin_shows_each_mcp_servers_state(tools_gateway: GatewayServer) -> Non
     page = httpx.get(f"{tools_gateway.url}/admin/mcp", headers={"Accept": "text/html"}).text
 
     assert states["local"]["state"] == "connected"
-    assert states["local"]["tools"] == ["say_hello", "add", "files.read", "explode"]
+    assert states["local"]["tools"] == ["say_hello", "add", "files.read", "trace_header", "explode"]
     assert states["web"]["transport"] == "http"
-    assert "connected (4 tools)" in page
+    assert "connected (5 tools)" in page
 
 
 def test_structured_output_leaves_a_tool_call_reply_as_it_is(

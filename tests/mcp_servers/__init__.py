@@ -1,5 +1,26 @@
 """Real MCP servers for the tests, written with the SDK."""
 
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 GREETER = Path(__file__).resolve().parent / "greeter.py"
+
+
+def start_http_greeter(port: int) -> subprocess.Popen[bytes]:
+    """The greeter serving Streamable HTTP on 127.0.0.1:``port``/mcp, once it listens."""
+    process = subprocess.Popen(
+        [sys.executable, str(GREETER), "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return process
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"nothing listens on {port}")

@@ -8,6 +8,7 @@ but the SDK, as an operator's own server would.
 import sys
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("greeter")
@@ -29,6 +30,12 @@ def add(a: int, b: int) -> int:
 def read_file(path: str) -> str:
     """Reads a (pretend) file: its name has a dot, which some providers refuse."""
     return f"contents of {path}"
+
+
+@server.tool()
+def trace_header(ctx: Context) -> str:
+    """Tells the W3C traceparent header of the HTTP request that called it."""
+    return (ctx.headers or {}).get("traceparent", "none")
 
 
 @server.tool()

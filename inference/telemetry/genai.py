@@ -1,0 +1,138 @@
+"""Span attributes as the OpenTelemetry GenAI semantic conventions name them, and ours
+under ``gateway.*`` (docs/telemetry.md lists them all)."""
+
+import json
+from functools import lru_cache
+from typing import Any
+from urllib.parse import urlsplit
+
+from inference.providers.types import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from inference.telemetry.spans import Attributes
+
+# Our provider kinds as the conventions name them (gen_ai.provider.name).
+PROVIDER_NAMES = {
+    "openai": "openai",
+    "groq": "groq",
+    "deepseek": "deepseek",
+    "anthropic": "anthropic",
+    "gemini": "gcp.gemini",
+    "cohere": "cohere",
+}
+
+
+def agent_attributes(agent: str, requested: str, user_id: str) -> Attributes:
+    """An ``invoke_agent`` span's attributes: the agent that answers ``requested`` (the
+    name the caller asked for: the agent itself, an experiment, a subagent's tool name)."""
+    return {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": agent,
+        "gen_ai.request.model": requested,
+        "gateway.user.id": user_id,
+    }
+
+
+def tool_attributes(name: str, kind: str, call: ToolCall, capture: bool) -> Attributes:
+    """An ``execute_tool`` span's attributes. Both kinds of tool the gateway runs are
+    "extension" tools in the conventions' terms (run by the agent's side, not the
+    client's); ``gateway.tool.kind`` tells an MCP tool from a subagent."""
+    attributes: Attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.call.id": call.id,
+        "gen_ai.tool.type": "extension",
+        "gateway.tool.kind": kind,
+    }
+    if capture:
+        attributes["gen_ai.tool.call.arguments"] = call.arguments
+    return attributes
+
+
+@lru_cache(maxsize=64)
+def _server(base_url: str) -> tuple[str, int]:
+    parts = urlsplit(base_url)
+    return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def chat_attributes(
+    kind: str, base_url: str, request: ChatRequest, attempt: int, capture: bool
+) -> Attributes:
+    """A ``chat`` span's attributes as the attempt starts."""
+    address, port = _server(base_url)
+    attributes: Attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": PROVIDER_NAMES.get(kind, kind),
+        "gen_ai.request.model": request.model,
+        "server.address": address,
+        "server.port": port,
+        "gateway.attempt": attempt,
+    }
+    sampling = request.sampling
+    for name, value in (
+        ("gen_ai.request.temperature", sampling.temperature),
+        ("gen_ai.request.top_p", sampling.top_p),
+        ("gen_ai.request.max_tokens", sampling.max_tokens),
+        ("gen_ai.request.seed", sampling.seed),
+    ):
+        if value is not None:
+            attributes[name] = value
+    if capture:
+        if request.system:
+            attributes["gen_ai.system_instructions"] = json.dumps(
+                [{"type": "text", "content": request.system}]
+            )
+        attributes["gen_ai.input.messages"] = json.dumps(
+            [_message(message) for message in request.messages]
+        )
+    return attributes
+
+
+def usage_attributes(usage: Usage) -> Attributes:
+    attributes: Attributes = {
+        "gen_ai.usage.input_tokens": usage.prompt_tokens,
+        "gen_ai.usage.output_tokens": usage.completion_tokens,
+    }
+    if usage.cached_tokens is not None:
+        attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
+    if usage.cache_write_tokens is not None:
+        attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+    if usage.reasoning_tokens is not None:
+        attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
+    if usage.cost_usd is not None:
+        attributes["gateway.cost_usd"] = usage.cost_usd
+    return attributes
+
+
+def response_attributes(response: ChatResponse, capture: bool) -> Attributes:
+    """A finished ``chat`` span's attributes: what the model answered."""
+    attributes = usage_attributes(response.usage)
+    attributes["gen_ai.response.finish_reasons"] = (response.finish_reason,)
+    if response.response_id:
+        attributes["gen_ai.response.id"] = response.response_id
+    if response.response_model:
+        attributes["gen_ai.response.model"] = response.response_model
+    if capture:
+        output = _parts(response.text, response.tool_calls)
+        attributes["gen_ai.output.messages"] = json.dumps(
+            [{"role": "assistant", "parts": output, "finish_reason": response.finish_reason}]
+        )
+    return attributes
+
+
+def _message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        part = {
+            "type": "tool_call_response",
+            "id": message.tool_call_id,
+            "response": message.content,
+        }
+        return {"role": "tool", "parts": [part]}
+    return {"role": message.role, "parts": _parts(message.content, message.tool_calls)}
+
+
+def _parts(text: str, calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = [{"type": "text", "content": text}] if text else []
+    parts += [
+        {"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments}
+        for call in calls
+    ]
+    return parts
