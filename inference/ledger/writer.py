@@ -7,9 +7,9 @@ until nothing is left: under load many turns share a transaction instead of payi
 each. A caller whose reply acknowledges something a later request reads (``write``)
 waits for the commit of its group, so that it is in the database for every process
 (budgets and history stay exact across workers); any other caller only queues its record
-(``queue``) and answers at once. A record nobody waits for and nobody reads soon (a
-request's trace, ``defer``) waits for the next group, or ``DEFER_SECONDS`` at most, so it
-costs no transaction of its own. A group that fails is retried function by function and
+(``queue``) and answers at once. Records nobody waits for and nobody reads soon (the
+requests' traces, ``defer``) are gathered for ``DEFER_SECONDS`` and written together: a
+second's worth of them costs one statement. A group that fails is retried function by function and
 record by record, so one bad record fails alone. ``stop`` writes whatever is pending
 before the process exits, including the records of requests still being answered when
 it was called.
@@ -28,7 +28,7 @@ from inference.ledger.database import in_database
 # How long stop() waits for requests still being answered to hand over their records: with
 # the background work's grace before it, within the time a worker gets before SIGKILL.
 DRAIN_SECONDS = 8.0
-# How long a deferred record waits for a group to join before it is written on its own.
+# How long deferred records are gathered before they are written.
 DEFER_SECONDS = 1.0
 
 logger = logging.getLogger("gateway.ledger")
@@ -40,6 +40,7 @@ type Pending = list[tuple[Any, asyncio.Future[None] | None]]
 class RecordWriter:
     def __init__(self) -> None:
         self._pending: dict[WriteGroup, Pending] = {}
+        self._deferred: dict[WriteGroup, Pending] = {}
         self._flusher: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
 
@@ -56,10 +57,10 @@ class RecordWriter:
         return written
 
     def defer[T](self, write_group: Callable[[list[T]], None], record: T) -> None:
-        """Queue ``record`` to be written with the next group (a failure is logged)."""
-        self._pending.setdefault(write_group, []).append((record, None))
-        if self._timer is None and not self._flushing:
-            self._timer = asyncio.get_running_loop().call_later(DEFER_SECONDS, self._start)
+        """Gather ``record`` to be written within ``DEFER_SECONDS`` (a failure is logged)."""
+        self._deferred.setdefault(write_group, []).append((record, None))
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(DEFER_SECONDS, self._release)
 
     async def stop(self, drain: float = DRAIN_SECONDS) -> None:
         """Wait up to ``drain`` seconds for the requests still being answered (a request the
@@ -69,8 +70,9 @@ class RecordWriter:
         deadline = loop.time() + drain
         while responses_in_progress() and loop.time() < deadline:
             await asyncio.sleep(0.01)
-        if self._pending:
-            self._start()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._release()
         while self._flusher is not None and not self._flusher.done():
             await asyncio.shield(self._flusher)
 
@@ -79,11 +81,16 @@ class RecordWriter:
         return self._flusher is not None and not self._flusher.done()
 
     def _start(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         if not self._flushing:
             self._flusher = asyncio.create_task(self._flush(), name="write records")
+
+    def _release(self) -> None:
+        """Hand the deferred records to the flusher."""
+        self._timer = None
+        for write_group, group in self._deferred.items():
+            self._pending.setdefault(write_group, []).extend(group)
+        self._deferred = {}
+        self._start()
 
     async def _flush(self) -> None:
         while self._pending:

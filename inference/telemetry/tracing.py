@@ -23,7 +23,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.sampling import Decision, ParentBased, Sampler, TraceIdRatioBased
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
@@ -64,7 +64,9 @@ class _Exporter:
             else ParentBased(TraceIdRatioBased(config.sample_rate))
         )
         headers = dict(config.headers) or None  # None: OTEL_EXPORTER_OTLP_HEADERS applies
-        self.processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=url, headers=headers))
+        self.processor: SpanProcessor = BatchSpanProcessor(
+            OTLPSpanExporter(endpoint=url, headers=headers)
+        )
 
     def sampled(self, parent: Context | None, trace_id: int, name: str) -> bool:
         result = self.sampler.should_sample(parent, trace_id, name, SpanKind.SERVER)
@@ -97,7 +99,7 @@ class _Exporter:
             )
 
     def shutdown(self) -> None:
-        self.processor.shutdown()  # type: ignore[no-untyped-call]
+        self.processor.shutdown()
 
 
 class Tracing:
