@@ -8,13 +8,13 @@ from tests.fakes.anthropic_upstream import AnthropicUpstream
 from tests.fakes.base import FakeUpstream, Recorded
 from tests.fakes.cohere_upstream import CohereUpstream
 from tests.fakes.gemini_upstream import GeminiUpstream
-from tests.fakes.openai_upstream import OpenAIUpstream
+from tests.fakes.openai_upstream import DeepSeekUpstream, OpenAIUpstream
 
 # Provider kinds served by the session's fakes, and the fake class speaking each.
 FAKE_CLASSES: dict[str, type[FakeUpstream]] = {
     "openai": OpenAIUpstream,
     "groq": OpenAIUpstream,
-    "deepseek": OpenAIUpstream,
+    "deepseek": DeepSeekUpstream,
     "anthropic": AnthropicUpstream,
     "gemini": GeminiUpstream,
     "cohere": CohereUpstream,

@@ -277,7 +277,14 @@ def _usage(usage: dict[str, Any] | None) -> Usage:
         completion_tokens=int(usage.get("output_tokens") or 0),
         cached_tokens=_cached_tokens(usage),
         cache_write_tokens=_cache_writes(usage),
+        reasoning_tokens=_thinking_tokens(usage),
     )
+
+
+def _thinking_tokens(usage: dict[str, Any]) -> int | None:
+    """Output tokens spent thinking, where Anthropic counts them apart."""
+    value = (usage.get("output_tokens_details") or {}).get("thinking_tokens")
+    return int(value) if value is not None else None
 
 
 def _cached_tokens(usage: dict[str, Any]) -> int | None:
@@ -382,7 +389,13 @@ class _StreamState:
             writes = self.cache_writes if writes is None else writes
             events.append(
                 UsageReport(
-                    Usage(prompt, completion, cached_tokens=cached, cache_write_tokens=writes)
+                    Usage(
+                        prompt,
+                        completion,
+                        cached_tokens=cached,
+                        cache_write_tokens=writes,
+                        reasoning_tokens=_thinking_tokens(usage),
+                    )
                 )
             )
         return events

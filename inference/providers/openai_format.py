@@ -236,10 +236,13 @@ def _chunk_events(chunk: dict[str, Any]) -> list[StreamEvent]:
 def _usage(usage: dict[str, Any] | None) -> Usage:
     if not usage:
         return Usage()
+    cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
+    if cached is None and usage.get("prompt_cache_hit_tokens") is not None:
+        cached = int(usage["prompt_cache_hit_tokens"])  # DeepSeek's name for them
     return Usage(
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
-        cached_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens"),
+        cached_tokens=cached,
         reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"),
     )
 

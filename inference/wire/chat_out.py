@@ -86,8 +86,16 @@ def usage_body(usage: Usage) -> dict[str, Any]:
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
     }
-    if usage.cached_tokens is not None:
-        body["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+    details = {
+        name: count
+        for name, count in (
+            ("cached_tokens", usage.cached_tokens),
+            ("cache_write_tokens", usage.cache_write_tokens),
+        )
+        if count is not None
+    }
+    if details:
+        body["prompt_tokens_details"] = details
     if usage.reasoning_tokens is not None:
         body["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
     if usage.cost_usd is not None:

@@ -467,13 +467,15 @@ def test_streamed_logprobs_come_back_piece_by_piece(
     ]
 
 
-# Usage details each kind reports for 4 cached prompt tokens and 3 reasoning tokens
-# (None: the kind does not report it).
+# Usage details each kind reports for 4 cached prompt tokens, 2 written to the cache and
+# 3 reasoning tokens (None: the kind does not report it). DeepSeek names cached tokens its
+# own way (prompt_cache_hit_tokens); Anthropic counts thinking tokens apart.
 USAGE_DETAILS = {
-    "openai": (4, 3),
-    "anthropic": (4, None),
-    "gemini": (4, 3),
-    "cohere": (None, None),
+    "openai": (4, None, 3),
+    "deepseek": (4, None, 3),
+    "anthropic": (4, 2, 3),
+    "gemini": (4, None, 3),
+    "cohere": (None, None, None),
 }
 
 
@@ -482,9 +484,10 @@ USAGE_DETAILS = {
 def test_usage_details_pass_through_where_the_provider_reports_them(
     kind: str, stream: bool, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
 ) -> None:
+    cached, writes, reasoning = USAGE_DETAILS[kind]
     reply = Reply.of_text("Hi", prompt_tokens=10, completion_tokens=6, cached_tokens=4)
-    fakes[kind].script(replace(reply, reasoning_tokens=3), replace(reply, reasoning_tokens=3))
-    cached, reasoning = USAGE_DETAILS[kind]
+    reply = replace(reply, reasoning_tokens=3, cache_write_tokens=writes or 0)
+    fakes[kind].script(reply, reply)
     options: dict[str, Any] = {"model": f"{kind}-agent", "safety_identifier": user_id}
 
     messages = [{"role": "user", "content": "Hi"}]
@@ -500,10 +503,14 @@ def test_usage_details_pass_through_where_the_provider_reports_them(
         response_usage = client.responses.create(input="Hi", **options).usage
 
     assert (usage.prompt_tokens, usage.completion_tokens) == (10, 6)
-    assert (usage.prompt_tokens_details and usage.prompt_tokens_details.cached_tokens) == cached
+    prompt_details = usage.prompt_tokens_details.model_dump() if usage.prompt_tokens_details else {}
+    assert prompt_details.get("cached_tokens") == cached
+    assert prompt_details.get("cache_write_tokens") == writes
     details = usage.completion_tokens_details
     assert (details and details.reasoning_tokens) == reasoning
     assert response_usage.input_tokens_details.cached_tokens == (cached or 0)
+    input_details = response_usage.input_tokens_details.model_dump()
+    assert input_details.get("cache_write_tokens", 0) == (writes or 0)
     assert response_usage.output_tokens_details.reasoning_tokens == (reasoning or 0)
 
 

@@ -76,7 +76,7 @@ class AnthropicUpstream(FakeUpstream):
             "content": content,
             "stop_reason": _stop_reason(reply, forced is not None),
             "stop_sequence": None,
-            "usage": {**_input_usage(reply), "output_tokens": reply.completion_tokens},
+            "usage": {**_input_usage(reply), **_output_usage(reply)},
         }
 
     def render_stream(self, reply: Reply, recorded: Recorded) -> Iterator[bytes]:
@@ -119,7 +119,7 @@ class AnthropicUpstream(FakeUpstream):
             "stop_reason": _stop_reason(reply, forced is not None),
             "stop_sequence": None,
         }
-        usage = {"output_tokens": reply.completion_tokens}
+        usage = _output_usage(reply)
         yield _event("message_delta", {"delta": stop, "usage": usage})
         yield _event("message_stop", {})
 
@@ -231,6 +231,14 @@ def _input_usage(reply: Reply) -> dict[str, int]:
         usage["cache_read_input_tokens"] = reply.cached_tokens
     if reply.cache_write_tokens:
         usage["cache_creation_input_tokens"] = reply.cache_write_tokens
+    return usage
+
+
+def _output_usage(reply: Reply) -> dict[str, Any]:
+    """Output tokens, with those spent thinking where there were any."""
+    usage: dict[str, Any] = {"output_tokens": reply.completion_tokens}
+    if reply.reasoning_tokens:
+        usage["output_tokens_details"] = {"thinking_tokens": reply.reasoning_tokens}
     return usage
 
 

@@ -19,6 +19,9 @@ TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
 class OpenAIUpstream(FakeUpstream):
+    def usage(self, reply: Reply) -> dict[str, Any]:
+        return _usage(reply)
+
     def next_reply(self, recorded: Recorded) -> Reply:
         reply = super().next_reply(recorded)
         return _rejection(recorded) or reply
@@ -52,7 +55,7 @@ class OpenAIUpstream(FakeUpstream):
                     "logprobs": logprobs_of(reply.text) if _wants_logprobs(recorded) else None,
                 }
             ],
-            "usage": _usage(reply),
+            "usage": self.usage(reply),
         }
 
     def render_stream(self, reply: Reply, recorded: Recorded) -> Iterator[bytes]:
@@ -84,7 +87,7 @@ class OpenAIUpstream(FakeUpstream):
         yield chunk({}, reply.finish_reason)
         options = recorded.body.get("stream_options") or {}
         if options.get("include_usage"):
-            yield sse({**envelope, "choices": [], "usage": _usage(reply)})
+            yield sse({**envelope, "choices": [], "usage": self.usage(reply)})
         yield sse("[DONE]")
 
     def render_error(self, reply: Reply) -> Any:
@@ -170,6 +173,18 @@ def _usage(reply: Reply) -> dict[str, Any]:
     if reply.reasoning_tokens:
         usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
     return usage
+
+
+class DeepSeekUpstream(OpenAIUpstream):
+    """DeepSeek's dialect of the format: cached prompt tokens as ``prompt_cache_hit_tokens``
+    (and the rest as ``prompt_cache_miss_tokens``), not in ``prompt_tokens_details``."""
+
+    def usage(self, reply: Reply) -> dict[str, Any]:
+        usage = _usage(reply)
+        usage.pop("prompt_tokens_details", None)
+        usage["prompt_cache_hit_tokens"] = reply.cached_tokens
+        usage["prompt_cache_miss_tokens"] = reply.prompt_tokens - reply.cached_tokens
+        return usage
 
 
 def main() -> None:
