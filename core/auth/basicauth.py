@@ -9,7 +9,7 @@ so three things keep a flood of wrong passwords from starving everyone else:
 - at most ``SLOW_CHECKS`` slow hash checks run at once in the process (off the event loop);
   the others wait without holding a thread, newest first: under a flood the queue of wrong
   passwords grows, and first come first served would put a client that just arrived with
-  the right password behind all of it (``bench/auth_flood.py`` measured 53 s for 64 flooding
+  the right password behind all of it (``bench/features/auth_flood.py`` measured 53 s for 64 flooding
   clients), while newest first serves it after about one hash;
 - a wrong username costs the same as a wrong password: the hash runs anyway.
 """

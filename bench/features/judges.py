@@ -9,7 +9,7 @@ the order of the requests rather than the judges.)
 
 The fake OpenAI upstream answers both the agent and the judges.
 
-    .venv/bin/python -m bench.judges [--requests 200] [--pause-ms 40]
+    .venv/bin/python -m bench.features.judges [--requests 200] [--pause-ms 40]
 """
 
 import argparse
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.workload import timed
+from bench.harness.workload import timed
 from tests.fakes.base import Recorded, Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer

@@ -3,7 +3,7 @@
 Appends an agent to the file of a running gateway (daphne, SQLite) and polls
 ``/v1/models`` every 5 ms until it appears; repeats and prints the median and the worst.
 
-    .venv/bin/python -m bench.reload [--edits 10]
+    .venv/bin/python -m bench.admin.reload [--edits 10]
 """
 
 import argparse

@@ -8,7 +8,7 @@ a token budget, spread over ``--users`` users. It samples the RSS of each server
 (the supervisor and its workers under ``--workers``) along the way; the figures at the
 end come last.
 
-    .venv/bin/python -m bench.memory [--requests 100000] [--clients 16] [--workers 1]
+    .venv/bin/python -m bench.floor.memory [--requests 100000] [--clients 16] [--workers 1]
 """
 
 import argparse
@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from bench.workload import bench_config, mixed_body
+from bench.harness.workload import bench_config, mixed_body
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
 

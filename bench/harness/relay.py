@@ -4,7 +4,7 @@ One async view forwards the request body to the upstream with one shared
 ``httpx.AsyncClient`` and relays the answer: streamed replies (``text/event-stream``)
 chunk by chunk as they arrive, others whole. No validation, no database, no logging.
 
-    RELAY_UPSTREAM=http://127.0.0.1:9100/v1 .venv/bin/python -m daphne -p 9200 bench.relay:application
+    RELAY_UPSTREAM=http://127.0.0.1:9100/v1 .venv/bin/python -m daphne -p 9200 bench.harness.relay:application
 """
 
 import os

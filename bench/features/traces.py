@@ -4,21 +4,18 @@ Starts the fake OpenAI upstream, an in-process OTLP/HTTP collector, the bare rel
 three gateways, each on its own SQLite database: ``off`` (``telemetry: {store: false}``,
 nothing recorded), ``store`` (the default: every request's spans kept for the admin's
 Requests pages) and ``export`` (the store, and every trace exported to the collector).
-Slices of each target interleave, as in ``bench.compare``, and the server CPU per
+Slices of each target interleave, as in ``bench.floor.compare``, and the server CPU per
 request is printed against ``off``. Since a few percent is within this machine's noise
 between slices, the tracing work of one request is also timed in this process, without
 the servers: recording its spans and their compact form for the store, and the export's
 conversion and protobuf encoding (done in the exporter's thread).
 
-    .venv/bin/python -m bench.traces [--rounds 3] [--seconds 3]
+    .venv/bin/python -m bench.features.traces [--rounds 3] [--seconds 3]
 """
 
 import argparse
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,8 +25,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from agents.schema import TelemetryConfig
-from bench.compare import Target, interleave, start_process
-from bench.workload import bench_config
+from bench.harness.load import Cell, Target, interleave, print_cpu
+from bench.harness.processes import floor, gateways
 from inference.providers.types import ChatRequest, ChatResponse, Message, Usage
 from inference.telemetry.genai import (
     agent_attributes,
@@ -40,7 +37,6 @@ from inference.telemetry.genai import (
 from inference.telemetry.spans import RequestTrace
 from inference.telemetry.tracing import Tracing
 from tests.otlp import Collector
-from tests.server import PROJECT_DIR, GatewayServer, free_port
 
 CLIENTS = (1, 16)
 
@@ -50,58 +46,27 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=3.0)
     options = parser.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_DIR)}
-    fake_port, relay_port = free_port(), free_port()
-    upstream = f"http://127.0.0.1:{fake_port}/v1"
     collector = Collector().start()
     setups = {
         "off": "telemetry: {store: false}\n",
         "store": "",
         "export": f"telemetry: {{otlp_endpoint: '{collector.endpoint}'}}\n",
     }
-    processes: list[subprocess.Popen[bytes]] = []
-    servers: list[GatewayServer] = []
-    with tempfile.TemporaryDirectory() as workdir:
-        try:
-            python = sys.executable
-            fake_command = [python, "-m", "tests.fakes.openai_upstream", "--port", str(fake_port)]
-            processes.append(start_process(fake_command, env, fake_port))
-            relay_command = [python, "-m", "daphne", "-v", "0", "-p", str(relay_port)]
-            relay_env = {**env, "RELAY_UPSTREAM": upstream}
-            relay = start_process(
-                [*relay_command, "bench.relay:application"], relay_env, relay_port
-            )
-            processes.append(relay)
-            for name, extra in setups.items():
-                directory = Path(workdir) / name
-                directory.mkdir()
-                servers.append(GatewayServer(directory, bench_config(upstream, extra)).start())
-            targets = [Target("relay", f"http://127.0.0.1:{relay_port}/v1", relay.pid)]
+    try:
+        with (
+            tempfile.TemporaryDirectory() as workdir,
+            floor() as base,
+            gateways(Path(workdir), base.upstream, setups) as servers,
+        ):
+            targets = [base.relay]
             targets += [
-                Target(name, f"{server.url}/v1", server.pid)
-                for name, server in zip(setups, servers, strict=True)
+                Target(name, f"{server.url}/v1", server.pid) for name, server in servers.items()
             ]
             results = asyncio.run(interleave(targets, CLIENTS, options.rounds, options.seconds))
-        finally:
-            for server in servers:
-                server.stop()
-            for process in processes:
-                process.terminate()
-                process.wait(timeout=10)
-            collector.stop()
+    finally:
+        collector.stop()
     print(f"\n{options.rounds} round(s) of {options.seconds:g} s slices; server CPU ms/request")
-    for stream in (False, True):
-        for clients in CLIENTS:
-            cells = {target.name: results[(target.name, stream, clients)] for target in targets}
-            mode = "stream" if stream else "json"
-            figures = "  ".join(f"{name} {cell.cpu_ms:5.2f}" for name, cell in cells.items())
-            errors = sum(cell.errors for cell in cells.values())
-            off = cells["off"].cpu_ms
-            print(
-                f"{mode:6} {clients:2d} clients: {figures}   off/relay "
-                f"{off / cells['relay'].cpu_ms:4.2f}  store/off {cells['store'].cpu_ms / off:4.3f}"
-                f"  export/off {cells['export'].cpu_ms / off:4.3f}  errors {errors}"
-            )
+    print_cpu(targets, results, CLIENTS, _ratios)
     print(f"spans the collector received: {len(collector.spans)}")
     record_us, export_us = _tracing_work_us()
     off = results[("off", False, 1)].cpu_ms * 1000
@@ -109,6 +74,14 @@ def main() -> None:
         f"in process, per request: recording the spans and their stored form {record_us:.0f} µs"
         f" ({100 * record_us / off:.1f}% of off's CPU at 1 client), export conversion and "
         f"encoding {export_us:.0f} µs ({100 * export_us / off:.1f}%)"
+    )
+
+
+def _ratios(cells: dict[str, Cell]) -> str:
+    off = cells["off"].cpu_ms
+    return (
+        f"off/relay {off / cells['relay'].cpu_ms:4.2f}  store/off {cells['store'].cpu_ms / off:4.3f}"
+        f"  export/off {cells['export'].cpu_ms / off:4.3f}"
     )
 
 

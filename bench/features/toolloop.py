@@ -9,7 +9,7 @@ measured in the same run (interleaved), so:
     loop overhead    = per round - one direct upstream call
                        (the gateway's own work per round: encoding, the MCP call, decoding)
 
-    .venv/bin/python -m bench.toolloop [--requests 100] [--rounds 3]
+    .venv/bin/python -m bench.features.toolloop [--requests 100] [--rounds 3]
 """
 
 import argparse
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.workload import timed
+from bench.harness.workload import timed
 from tests.fakes.base import Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.mcp_servers import GREETER

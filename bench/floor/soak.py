@@ -6,7 +6,7 @@ chat requests (plain and streamed, a few users, some with budget caps) at a fixe
 for ``--seconds``, and samples the server process's RSS and open file descriptors from
 /proc. The growth figures come last.
 
-    .venv/bin/python -m bench.soak [--seconds 3600] [--rate 20] [--warmup 0.1]
+    .venv/bin/python -m bench.floor.soak [--seconds 3600] [--rate 20] [--warmup 0.1]
 """
 
 import argparse
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.workload import bench_config, mixed_body
+from bench.harness.workload import bench_config, mixed_body
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
 

@@ -7,7 +7,7 @@ ratio (flooded / alone) of the medians. Also printed: one slow hash check as the
 runs it (a wrong password, alone), and the correct client's first request under the flood,
 before its credential is remembered (it waits its turn for one of the two hash slots).
 
-    .venv/bin/python -m bench.auth_flood [--requests 50] [--flood 64]
+    .venv/bin/python -m bench.features.auth_flood [--requests 50] [--flood 64]
 """
 
 import argparse

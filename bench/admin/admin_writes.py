@@ -9,7 +9,7 @@ added (``--large-kb``, many alike lines: the shape that once made a write quadra
 Prints the medians and their ratios; the ratio staying flat as the file grows is the
 write path staying linear.
 
-    .venv/bin/python -m bench.admin_writes [--writes 40] [--large-kb 400]
+    .venv/bin/python -m bench.admin.admin_writes [--writes 40] [--large-kb 400]
 """
 
 import argparse

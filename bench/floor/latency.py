@@ -4,7 +4,7 @@ Starts the fake OpenAI upstream and a real gateway (daphne, SQLite) on loopback,
 alternates identical chat requests sent straight to the fake and through the gateway,
 so both are measured in the same run under the same machine noise.
 
-    .venv/bin/python -m bench.latency [--requests 300]
+    .venv/bin/python -m bench.floor.latency [--requests 300]
 """
 
 import argparse
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.workload import bench_config, timed
+from bench.harness.workload import bench_config, timed
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
 

@@ -1,0 +1,93 @@
+"""The processes a benchmark measures: the fake OpenAI upstream, the bare relay
+(``bench.harness.relay``: Django + daphne + httpx, nothing else) and gateways, all on
+loopback, stopped when the benchmark ends."""
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from bench.harness.load import Target
+from bench.harness.workload import bench_config
+from tests.server import PROJECT_DIR, GatewayServer, free_port
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The fake upstream and the relay in front of it."""
+
+    upstream: str  # the fake's base URL
+    direct: Target  # the fake itself
+    relay: Target
+
+
+@contextmanager
+def floor() -> Iterator[Floor]:
+    """The fake OpenAI upstream and the bare relay, each in its own process."""
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_DIR)}
+    fake_port, relay_port = free_port(), free_port()
+    upstream = f"http://127.0.0.1:{fake_port}/v1"
+    python = sys.executable
+    fake_command = [python, "-m", "tests.fakes.openai_upstream", "--port", str(fake_port)]
+    fake = start_process(fake_command, env, fake_port)
+    try:
+        relay_command = [python, "-m", "daphne", "-v", "0", "-p", str(relay_port)]
+        relay = start_process(
+            [*relay_command, "bench.harness.relay:application"],
+            {**env, "RELAY_UPSTREAM": upstream},
+            relay_port,
+        )
+        try:
+            yield Floor(
+                upstream,
+                Target("direct", upstream, fake.pid),
+                Target("relay", f"http://127.0.0.1:{relay_port}/v1", relay.pid),
+            )
+        finally:
+            _stop(relay)
+    finally:
+        _stop(fake)
+
+
+@contextmanager
+def gateways(
+    workdir: Path, upstream: str, extras: dict[str, str]
+) -> Iterator[dict[str, GatewayServer]]:
+    """A gateway for each name, on its own SQLite database, with the bench config plus
+    that name's extra YAML."""
+    servers: dict[str, GatewayServer] = {}
+    try:
+        for name, extra in extras.items():
+            directory = workdir / name
+            directory.mkdir()
+            servers[name] = GatewayServer(directory, bench_config(upstream, extra)).start()
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+def start_process(command: list[str], env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        command, env=env, cwd=PROJECT_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
+            return process
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"{command} did not start listening on port {port}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    process.wait(timeout=10)
