@@ -16,7 +16,6 @@ import re
 import time
 import uuid
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from functools import partial
 from typing import cast
 
@@ -30,7 +29,7 @@ from core.requestlog import RequestLog
 from core.upstreamclock import UpstreamClock, start_clock
 from gateway import runtime
 from inference.engine import Engine
-from inference.ledger.requests import record_requests, request_row
+from inference.ledger.requests import record_requests
 from inference.telemetry.spans import NO_SPAN, RequestTrace, Span
 from inference.telemetry.tracing import TRACING
 
@@ -104,8 +103,7 @@ def _traced(log: RequestLog, engine: Engine, trace: RequestTrace) -> None:
     """A request's trace is complete: export it, and keep its record."""
     TRACING.export(trace)
     if TRACING.store:
-        started = datetime.fromtimestamp(trace.started_ns / 1e9, UTC)
-        engine.writer.defer(record_requests, request_row(log, trace.compact(), started))
+        engine.writer.defer(record_requests, (log, trace))
 
 
 def _overhead_ms(started: float, clock: UpstreamClock) -> float:

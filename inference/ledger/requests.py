@@ -5,13 +5,14 @@ removed after ``telemetry.retention_days``."""
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
 
 from core.requestlog import RequestLog
 from inference.models import RequestRecord as RequestRecord  # the record, for the admin
+from inference.telemetry.spans import RequestTrace
 from inference.telemetry.tracing import TRACING
 
 PURGE_EVERY = 600.0  # seconds between two removals of records past their retention
@@ -44,11 +45,15 @@ def request_row(log: RequestLog, spans: list[list[Any]], started: datetime) -> R
     )
 
 
-def record_requests(rows: Sequence[RequestRecord]) -> None:
-    """Write request records (inside the writer's transaction); every ``PURGE_EVERY``
-    seconds, remove the ones past their retention too."""
+def record_requests(finished: Sequence[tuple[RequestLog, RequestTrace]]) -> None:
+    """Write the records of finished requests (inside the writer's transaction, on a
+    database thread, where their rows are built too); every ``PURGE_EVERY`` seconds,
+    remove the ones past their retention."""
     global _last_purge
-    RequestRecord.objects.bulk_create(rows)
+    RequestRecord.objects.bulk_create(
+        request_row(log, trace.compact(), datetime.fromtimestamp(trace.started_ns / 1e9, UTC))
+        for log, trace in finished
+    )
     if time.monotonic() - _last_purge >= PURGE_EVERY:
         _last_purge = time.monotonic()
         expired = timezone.now() - timedelta(days=TRACING.retention_days)

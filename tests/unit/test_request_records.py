@@ -9,15 +9,23 @@ from django.utils import timezone
 
 from core.requestlog import RequestLog
 from inference.ledger import requests
-from inference.ledger.requests import RequestFilter, record_requests, request_row
+from inference.ledger.requests import RequestFilter, record_requests
 from inference.models import RequestRecord
+from inference.telemetry.spans import RequestTrace
 
 pytestmark = pytest.mark.django_db
 
 
-def _row(request_id: str, days_ago: float, **fields: object) -> RequestRecord:
+def _finished(
+    request_id: str, days_ago: float, **fields: object
+) -> tuple[RequestLog, RequestTrace]:
+    """A request's log and its trace (one span), as if it arrived ``days_ago``."""
     log = RequestLog(request_id, "POST", "/v1/chat/completions", status=200, **fields)
-    return request_row(log, [], timezone.now() - timedelta(days=days_ago))
+    trace = RequestTrace(None, None, False, lambda _: None)
+    root = trace.root("POST /v1/chat/completions")
+    root.start_ns -= int(days_ago * 86400e9)
+    root.end()
+    return log, trace
 
 
 def test_records_past_their_retention_are_removed_as_new_ones_are_written(
@@ -25,16 +33,18 @@ def test_records_past_their_retention_are_removed_as_new_ones_are_written(
 ) -> None:
     monkeypatch.setattr(requests, "_last_purge", float("-inf"))
     with transaction.atomic():
-        record_requests([_row("old", 8), _row("recent", 6)])
+        record_requests([_finished("old", 8), _finished("recent", 6)])
 
     assert sorted(RequestRecord.objects.values_list("request_id", flat=True)) == ["recent"]
+    (kept,) = RequestRecord.objects.all()
+    assert kept.spans[0][0] == "POST /v1/chat/completions"
 
 
 def test_requests_are_found_by_request_id_or_completion_id_and_filtered() -> None:
     record_requests(
         [
-            _row("r-1", 0.1, user="ana", agent="a", completion_id="chatcmpl-1"),
-            _row("r-2", 0, user="ana", agent="b"),
+            _finished("r-1", 0.1, user="ana", agent="a", completion_id="chatcmpl-1"),
+            _finished("r-2", 0, user="ana", agent="b"),
         ]
     )
 
