@@ -183,3 +183,23 @@ class RequestRecord(models.Model):
             models.Index(fields=["agent", "created_at"], name="requests_by_agent"),
             models.Index(fields=["completion_id"], name="requests_by_completion"),
         ]
+
+
+class StoredResponse(models.Model):
+    """A ``/v1/responses`` answer kept for its user (``store``, docs/responses.md): the
+    response object, the items of its request's ``input`` and the one it continued, so
+    ``previous_response_id`` can rebuild the chain. Kept 30 days."""
+
+    response_id = models.CharField(max_length=64, primary_key=True)
+    user_id = models.CharField(max_length=255)
+    previous_id = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    input_items = models.JSONField(default=list)
+    response = models.JSONField(default=dict)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user_id", "created_at"], name="responses_by_user"),
+            models.Index(fields=["expires_at"], name="responses_by_expiry"),
+        ]

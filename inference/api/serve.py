@@ -43,7 +43,9 @@ async def serve(
         response = event_stream(_frames(reply.stream(header), events, header))
     else:
         answer = await runner.complete(turn)
-        response = json_response(reply.body(header, answer))
+        body = reply.body(header, answer)
+        await reply.finished(body)
+        response = json_response(body)
         if (cost := answer.usage.cost_usd) is not None:
             response["X-Gateway-Cost-Usd"] = f"{cost:.6f}"
     for name, value in runner.upstream_headers().items():

@@ -13,14 +13,13 @@ from ninja.parser import Parser
 
 from inference.api.body_errors import body_error
 from inference.api.context import InferenceRequest
+from inference.api.responses import router as responses_router
 from inference.api.serve import json_response, serve
 from inference.errors import ApiError, invalid_request
 from inference.turn.preparation import live_config
-from inference.wire.chat_body import ChatCompletionIn, ResponsesIn
+from inference.wire.chat_body import ChatCompletionIn
 from inference.wire.chat_out import ChatCompletionReply
 from inference.wire.client_request import from_chat_completion
-from inference.wire.responses_in import from_responses
-from inference.wire.responses_out import ResponsesReply, echo
 
 OWNED_BY = "agent-gateway"
 
@@ -77,14 +76,7 @@ async def chat_completions(
     return await serve(request, client, ChatCompletionReply(), id_prefix="chatcmpl-")
 
 
-@api.post("/responses")
-async def responses(request: InferenceRequest, payload: ResponsesIn) -> HttpResponseBase:
-    """The Responses API over the same turn (stateless: ``input`` carries the
-    conversation)."""
-    client = from_responses(
-        payload, request.headers.get("X-User-Id"), bound_user=request.bound_user
-    )
-    return await serve(request, client, ResponsesReply(echo(payload)), id_prefix="resp_")
+api.add_router("/responses", responses_router)
 
 
 @api.exception_handler(ApiError)

@@ -108,7 +108,7 @@ class ChatCompletionIn(_Lenient):
 
 
 class ResponsesIn(_Lenient):
-    """The body of ``POST /v1/responses`` (the stateless subset the gateway serves)."""
+    """The body of ``POST /v1/responses``."""
 
     model: str
     input: str | list[dict[str, Any]]
@@ -128,9 +128,9 @@ class ResponsesIn(_Lenient):
     user: str | None = None
     safety_identifier: str | None = None
     stream: bool = False
-    store: bool | None = None
-    # Stateful or server-side features, refused with a 400 naming each.
+    store: bool | None = None  # None: true, as OpenAI
     previous_response_id: str | None = None
+    # Server-side features, refused with a 400 naming each.
     conversation: Any = None
     background: bool | None = None
     prompt: Any = None

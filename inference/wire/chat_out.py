@@ -48,6 +48,9 @@ class ChatCompletionReply:
             "usage": usage_body(answer.usage),
         }
 
+    async def finished(self, body: dict[str, Any]) -> None:
+        return None
+
     def stream(self, header: ReplyHeader) -> "ChatCompletionFrames":
         return ChatCompletionFrames(header)
 

@@ -33,4 +33,8 @@ class ReplyFormat(Protocol):
 
     def body(self, header: ReplyHeader, answer: ChatResponse) -> dict[str, Any]: ...
 
+    async def finished(self, body: dict[str, Any]) -> None:
+        """What the dialect does with a whole body before it is sent (a stream's frames
+        do it themselves)."""
+
     def stream(self, header: ReplyHeader) -> ReplyFrames: ...

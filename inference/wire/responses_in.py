@@ -1,11 +1,14 @@
-"""A ``POST /v1/responses`` body in the gateway's neutral terms (docs/api.md, "The Responses API").
+"""A ``POST /v1/responses`` body in the gateway's neutral terms (docs/responses.md).
 
-Served statelessly: ``input`` carries the conversation (messages, the model's function
-calls, their outputs); the gateway's own per-user history is the stateful mode, so
-``previous_response_id`` is refused. Anything the gateway cannot serve is a 400 naming
-the field: built-in tools, item or content types other than the ones below.
+``input`` carries the conversation (messages, the model's function calls, their outputs),
+after the items of a ``previous_response_id`` chain when there is one (the view reads
+them). Built-in tools the gateway cannot run are left out and named; a ``namespace`` tool
+is its function tools, whose calls go back under the namespace. Anything else the
+gateway cannot serve is a 400 naming the field.
 """
 
+import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from inference.errors import invalid_request
@@ -27,20 +30,45 @@ from inference.wire.wellformed import reject_lone_surrogates
 
 SYSTEM_ROLES = ("system", "developer")
 REASONING_EFFORTS = tuple(THINKING_BUDGETS)  # what every provider kind can be given
-# What the gateway does not serve (it keeps each user's history itself, see
-# metadata.history, but no responses, conversations or prompts), and what to do instead.
-_HISTORY = "send the whole conversation in input (the gateway keeps each user's history itself)"
-_STATEFUL = (
-    ("previous_response_id", _HISTORY),
-    ("conversation", _HISTORY),
-    ("prompt", "send the instructions and input themselves (no prompts are stored)"),
-    ("background", "the gateway answers in the foreground only (no responses are stored)"),
+# Built-in tools of OpenAI's that run on its servers: left out of what the model sees.
+BUILT_IN_TOOLS = frozenset(
+    (
+        "web_search",
+        "web_search_preview",
+        "file_search",
+        "code_interpreter",
+        "computer_use_preview",
+        "image_generation",
+        "local_shell",
+    )
 )
+# What the gateway does not serve, and what to do instead.
+_UNSERVED = (
+    ("conversation", "use previous_response_id, or send the conversation in input"),
+    ("prompt", "send the instructions and input themselves (no prompts are stored)"),
+    ("background", "the gateway answers in the foreground only"),
+)
+_ITEM_PREFIXES = {"message": "msg", "function_call": "fc", "function_call_output": "fco"}
+
+
+@dataclass(frozen=True)
+class ResponsesRequest:
+    """A Responses body read: the neutral request, and what its reply and its stored
+    copy need of it."""
+
+    client: ClientRequest
+    input_items: list[dict[str, Any]]  # this request's input, as it is stored and listed
+    namespaces: dict[str, str]  # function name → the namespace tool it came in
+    dropped_tools: tuple[str, ...]  # the built-in tool types left out
 
 
 def from_responses(
-    body: ResponsesIn, header_user: str | None = None, bound_user: str | None = None
-) -> ClientRequest:
+    body: ResponsesIn,
+    header_user: str | None = None,
+    bound_user: str | None = None,
+    earlier: list[dict[str, Any]] | None = None,
+) -> ResponsesRequest:
+    """``earlier``: the items of the ``previous_response_id`` chain, oldest first."""
     reject_lone_surrogates(body.model_dump(exclude_none=True))
     if isinstance(body.input, list) and len(body.input) > MAX_MESSAGES:
         raise invalid_request(
@@ -48,23 +76,24 @@ def from_responses(
             param="input",
             code="too_many_items",
         )
-    for name, instead in _STATEFUL:
+    for name, instead in _UNSERVED:
         if getattr(body, name) not in (None, False):
             raise invalid_request(
                 f"{name} is not supported: {instead}", param=name, code="unsupported_parameter"
             )
-    items = [{"role": "user", "content": body.input}] if isinstance(body.input, str) else body.input
-    system, messages = _conversation(items)
+    items = stored_items(body.input)
+    system, messages = _conversation([*(earlier or []), *items], len(earlier or []))
     if body.instructions:
         system.insert(0, body.instructions)
-    tools = _tools(body.tools or [])
+    tools, namespaces, dropped = _tools(body.tools or [])
     user_text = next((remembered_text(m) for m in reversed(messages) if m.role == "user"), None)
-    return ClientRequest(
+    client = ClientRequest(
         model=body.model,
         system=tuple(system),
         messages=tuple(messages),
         user_text=user_text,
-        manages_history=any(message.role == "assistant" for message in messages),
+        manages_history=earlier is not None
+        or any(message.role == "assistant" for message in messages),
         tools=tools,
         tool_choice=tool_choice(body.tool_choice, tools, "tool_choice"),
         parallel_tool_calls=body.parallel_tool_calls,
@@ -79,6 +108,25 @@ def from_responses(
         include_usage=True,
         conversation_param="input",
     )
+    return ResponsesRequest(client, items, namespaces, dropped)
+
+
+def stored_items(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``input`` as items with ids, as a stored response lists them: a string is one user
+    message; a message's string content is one text part."""
+    items = [{"role": "user", "content": content}] if isinstance(content, str) else content
+    stored = []
+    for given in items:
+        kind = given.get("type", "message")
+        item: dict[str, Any] = {"type": kind, **given}
+        text = item.get("content")
+        if kind == "message" and isinstance(text, str):
+            part = "output_text" if item.get("role") == "assistant" else "input_text"
+            item["content"] = [{"type": part, "text": text}]
+        if "id" not in item and kind in _ITEM_PREFIXES:
+            item["id"] = f"{_ITEM_PREFIXES[kind]}_{uuid.uuid4().hex}"
+        stored.append(item)
+    return stored
 
 
 def _sampling(body: ResponsesIn) -> Sampling:
@@ -113,14 +161,15 @@ def _sampling(body: ResponsesIn) -> Sampling:
     )
 
 
-def _conversation(items: list[dict[str, Any]]) -> tuple[list[str], list[Message]]:
-    """(system texts, messages) of ``input`` items, each function call joined to the
-    assistant turn it belongs to, each output checked against a call."""
+def _conversation(items: list[dict[str, Any]], earlier: int = 0) -> tuple[list[str], list[Message]]:
+    """(system texts, messages) of ``input`` items after ``earlier`` items of a stored
+    chain, each function call joined to the assistant turn it belongs to, each output
+    checked against a call. Reasoning items are left out (the gateway returns none)."""
     system: list[str] = []
     messages: list[Message] = []
     calls: dict[str, str] = {}  # call id → function name
     for index, item in enumerate(items):
-        where = f"input[{index}]"
+        where = f"input[{index - earlier}]"
         if not isinstance(item, dict):
             raise invalid_request(f"{where} must be an object", param=where, code="invalid_item")
         kind = item.get("type", "message")
@@ -166,7 +215,7 @@ def _conversation(items: list[dict[str, Any]]) -> tuple[list[str], list[Message]
             messages.append(
                 Message(role="tool", content=output, tool_call_id=call_id, name=calls[call_id])
             )
-        else:
+        elif kind != "reasoning":
             raise invalid_request(
                 f"{where}.type: items of type {kind!r} are not supported (message, "
                 "function_call and function_call_output are)",
@@ -240,19 +289,49 @@ def _string(item: dict[str, Any], key: str, where: str) -> str:
     return value
 
 
-def _tools(tools: list[dict[str, Any]]) -> tuple[ToolSpec, ...]:
-    specs = []
+def _tools(
+    tools: list[dict[str, Any]],
+) -> tuple[tuple[ToolSpec, ...], dict[str, str], tuple[str, ...]]:
+    """(the function tools, namespace of each one that came in a namespace tool, the
+    built-in tool types left out). Only built-in tools is a 400: nothing would be left
+    of what the client offered."""
+    specs: list[ToolSpec] = []
+    namespaces: dict[str, str] = {}
+    dropped: list[str] = []
     for index, tool in enumerate(tools):
         where = f"tools[{index}]"
         kind = tool.get("type") if isinstance(tool, dict) else None
-        if kind != "function":
+        if kind == "function":
+            specs.append(tool_spec(tool, where))
+        elif kind == "namespace":
+            namespace = _string(tool, "name", where)
+            for position, member in enumerate(tool.get("tools") or []):
+                place = f"{where}.tools[{position}]"
+                if not isinstance(member, dict) or member.get("type") != "function":
+                    raise invalid_request(
+                        f"{place}.type must be 'function' (a namespace groups function tools)",
+                        param=f"{place}.type",
+                        code="unsupported_tool_type",
+                    )
+                specs.append(tool_spec(member, place))
+                namespaces[specs[-1].name] = namespace
+        elif kind in BUILT_IN_TOOLS:
+            dropped.append(str(kind))
+        else:
             raise invalid_request(
-                f"{where}.type must be 'function' (the gateway runs no built-in tools), got {kind!r}",
+                f"{where}.type must be 'function' or 'namespace' (the gateway runs no "
+                f"built-in tools), got {kind!r}",
                 param=f"{where}.type",
                 code="unsupported_tool_type",
             )
-        specs.append(tool_spec(tool, where))
-    return checked_names(specs, "tools")
+    if dropped and not specs:
+        raise invalid_request(
+            f"tools: the gateway runs no built-in tools ({', '.join(dropped)}); offer "
+            "function tools",
+            param="tools",
+            code="unsupported_tool_type",
+        )
+    return checked_names(specs, "tools"), namespaces, tuple(dropped)
 
 
 def _text_format(text: dict[str, Any] | None) -> ResponseFormat | None:

@@ -4,7 +4,7 @@ event stream, with sequence numbers, as the official SDK reads them."""
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from inference.errors import ApiError
@@ -21,6 +21,8 @@ from inference.providers.types import (
 from inference.wire.chat_body import ResponsesIn
 from inference.wire.reply import ReplyHeader
 
+type Keep = Callable[[dict[str, Any]], Awaitable[None]]  # stores a completed response
+
 
 def echo(body: ResponsesIn) -> dict[str, Any]:
     """The request's settings a response object repeats."""
@@ -35,36 +37,53 @@ def echo(body: ResponsesIn) -> dict[str, Any]:
         "tools": body.tools or [],
         "text": body.text or {"format": {"type": "text"}},
         "reasoning": {"effort": (body.reasoning or {}).get("effort"), "summary": None},
-        "store": bool(body.store),
+        "store": body.store is not False,
         "user": body.user,
         "safety_identifier": body.safety_identifier,
-        "previous_response_id": None,
+        "previous_response_id": body.previous_response_id,
         "truncation": "disabled",
     }
 
 
 class ResponsesReply:
-    """The ``response`` object and its event stream, repeating the request's settings."""
+    """The ``response`` object and its event stream, repeating the request's settings;
+    ``keep`` stores the completed response before it is sent; ``namespaces`` names the
+    namespace tool each function came in, which its calls go back under."""
 
-    def __init__(self, settings: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        settings: dict[str, Any],
+        namespaces: dict[str, str] | None = None,
+        keep: Keep | None = None,
+    ) -> None:
         self.settings = settings
+        self.namespaces = namespaces or {}
+        self.keep = keep
 
     def body(self, header: ReplyHeader, answer: ChatResponse) -> dict[str, Any]:
         output: list[dict[str, Any]] = []
         if answer.text or not answer.tool_calls:
             logprobs = _token_logprobs(answer.logprobs)
             output.append(_message(_item_id("msg"), answer.text, "completed", logprobs=logprobs))
-        output += [_function_call(_item_id("fc"), call, "completed") for call in answer.tool_calls]
+        output += [
+            _function_call(_item_id("fc"), call, "completed", self.namespaces)
+            for call in answer.tool_calls
+        ]
         return _response(header, self.settings, "completed", output, answer.usage)
 
+    async def finished(self, body: dict[str, Any]) -> None:
+        if self.keep is not None:
+            await self.keep(body)
+
     def stream(self, header: ReplyHeader) -> "ResponsesFrames":
-        return ResponsesFrames(header, self.settings)
+        return ResponsesFrames(header, self)
 
 
 class ResponsesFrames:
-    def __init__(self, header: ReplyHeader, settings: dict[str, Any]) -> None:
+    def __init__(self, header: ReplyHeader, reply: ResponsesReply) -> None:
         self.header = header
-        self.settings = settings
+        self.settings = reply.settings
+        self.reply = reply
         self.sequence = _Sequence()
         self.output: list[dict[str, Any]] = []
 
@@ -98,7 +117,7 @@ class ResponsesFrames:
                     logprobs=piece,
                 )
             elif isinstance(event, ToolCallDelta):
-                for frame in _call_event(sequence, event, calls, output):
+                for frame in _call_event(sequence, event, calls, output, self.reply.namespaces):
                     yield frame
             elif isinstance(event, UsageReport):
                 usage = event.usage
@@ -113,9 +132,9 @@ class ResponsesFrames:
         for item in calls.values():
             for frame in _call_closed(sequence, item, output):
                 yield frame
-        yield sequence.frame(
-            "response.completed", response=_response(header, settings, "completed", output, usage)
-        )
+        completed = _response(header, settings, "completed", output, usage)
+        await self.reply.finished(completed)
+        yield sequence.frame("response.completed", response=completed)
 
     def failed(self, error: ApiError) -> bytes:
         """``response.failed`` with the output streamed so far."""
@@ -173,12 +192,13 @@ def _call_event(
     delta: ToolCallDelta,
     calls: dict[int, dict[str, Any]],
     output: list[dict[str, Any]],
+    namespaces: dict[str, str],
 ) -> list[bytes]:
     frames = []
     item = calls.get(delta.index)
     if item is None:
         call = ToolCall(id=delta.id or _item_id("call"), name=delta.name or "", arguments="")
-        item = calls[delta.index] = _function_call(_item_id("fc"), call, "in_progress")
+        item = calls[delta.index] = _function_call(_item_id("fc"), call, "in_progress", namespaces)
         output.append(item)
         frames.append(
             sequence.frame("response.output_item.added", output_index=len(output) - 1, item=item)
@@ -278,8 +298,10 @@ def _token_logprobs(logprobs: Any) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
-def _function_call(item_id: str, call: ToolCall, status: str) -> dict[str, Any]:
-    return {
+def _function_call(
+    item_id: str, call: ToolCall, status: str, namespaces: dict[str, str]
+) -> dict[str, Any]:
+    item = {
         "id": item_id,
         "type": "function_call",
         "call_id": call.id,
@@ -287,6 +309,9 @@ def _function_call(item_id: str, call: ToolCall, status: str) -> dict[str, Any]:
         "arguments": call.arguments,
         "status": status,
     }
+    if (namespace := namespaces.get(call.name)) is not None:
+        item["namespace"] = namespace
+    return item
 
 
 def _item_id(prefix: str) -> str:

@@ -165,9 +165,21 @@ def test_streamed_function_call_arrives_as_items(
 @pytest.mark.parametrize(
     ("body", "param", "code"),
     [
-        ({"previous_response_id": "resp_123"}, "previous_response_id", "unsupported_parameter"),
-        ({"tools": [{"type": "web_search"}]}, "tools[0].type", "unsupported_tool_type"),
-        ({"input": [{"type": "reasoning", "summary": []}]}, "input[0].type", "unsupported_item"),
+        (
+            {"previous_response_id": "resp_123"},
+            "previous_response_id",
+            "previous_response_not_found",
+        ),
+        (
+            {"tools": [{"type": "custom", "name": "patch"}]},
+            "tools[0].type",
+            "unsupported_tool_type",
+        ),
+        (
+            {"input": [{"type": "item_reference", "id": "msg_1"}]},
+            "input[0].type",
+            "unsupported_item",
+        ),
         (
             {"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},
             "input[0].content[0]",
@@ -225,7 +237,7 @@ def test_responses_refuses_what_it_cannot_serve_naming_the_field(
     request = {"model": "openai-agent", "input": "Hi", "user": "u", **body}
     response = httpx.post(f"{gateway.url}/v1/responses", json=request)
 
-    assert response.status_code == 400, response.text
+    assert response.status_code == (404 if code.endswith("not_found") else 400), response.text
     assert (response.json()["error"]["param"], response.json()["error"]["code"]) == (param, code)
     assert openai_fake.requests == []
 

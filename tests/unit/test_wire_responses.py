@@ -21,14 +21,14 @@ from inference.providers.types import (
 from inference.wire.chat_body import ResponsesIn
 from inference.wire.client_request import ClientRequest
 from inference.wire.reply import ReplyHeader
-from inference.wire.responses_in import from_responses
+from inference.wire.responses_in import from_responses, stored_items
 from inference.wire.responses_out import ResponsesReply, echo
 
 HEADER = ReplyHeader(id="resp_1", created=1700000000, model="support")
 
 
 def read(**body: Any) -> ClientRequest:
-    return from_responses(ResponsesIn(**{"model": "support", **body}))
+    return from_responses(ResponsesIn(**{"model": "support", **body})).client
 
 
 def test_a_string_input_is_one_user_message_and_instructions_come_first() -> None:
@@ -71,7 +71,8 @@ def test_function_calls_join_their_assistant_turn_and_outputs_name_their_tool() 
             "input[0].call_id",
         ),
         ({"input": [{"type": "web_search_call"}]}, "input[0].type"),
-        ({"input": "hi", "previous_response_id": "resp_0"}, "previous_response_id"),
+        ({"input": "hi", "tools": [{"type": "file_search"}]}, "tools"),
+        ({"input": "hi", "tools": [{"type": "custom", "name": "patch"}]}, "tools[0].type"),
         ({"input": "hi", "reasoning": {"effort": "extreme"}}, "reasoning.effort"),
     ],
 )
@@ -169,3 +170,61 @@ async def test_a_failure_mid_stream_is_response_failed_with_the_output_so_far() 
     assert failed["sequence_number"] == len(sent)
     assert failed["response"]["error"] == {"code": "bad_gateway", "message": "upstream broke"}
     assert failed["response"]["output"][0]["id"].startswith("msg_")
+
+
+def test_a_namespace_is_its_function_tools_and_built_in_tools_are_named_as_dropped() -> None:
+    member = {"type": "function", "name": "spawn_agent", "parameters": {"type": "object"}}
+    tools = [
+        {"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
+        {"type": "namespace", "name": "multi_agent_v1", "tools": [member]},
+        {"type": "web_search", "external_web_access": False},
+    ]
+
+    read = from_responses(ResponsesIn(model="support", input="Hi", tools=tools))
+
+    assert [tool.name for tool in read.client.tools] == ["exec_command", "spawn_agent"]
+    assert read.namespaces == {"spawn_agent": "multi_agent_v1"}
+    assert read.dropped_tools == ("web_search",)
+    body = ResponsesReply(echo(ResponsesIn(model="support", input="Hi")), read.namespaces).body(
+        HEADER, ChatResponse(text="", tool_calls=(ToolCall("c1", "spawn_agent", "{}"),))
+    )
+    assert (body["output"][0]["name"], body["output"][0]["namespace"]) == (
+        "spawn_agent",
+        "multi_agent_v1",
+    )
+
+
+def test_stored_input_items_get_ids_and_text_parts() -> None:
+    items = stored_items(
+        [
+            {"role": "user", "content": "One"},
+            {"type": "message", "id": "msg_kept", "role": "assistant", "content": "Two"},
+            {"type": "function_call_output", "call_id": "c1", "output": "x"},
+        ]
+    )
+
+    assert items[0]["type"] == "message" and items[0]["id"].startswith("msg_")
+    assert items[0]["content"] == [{"type": "input_text", "text": "One"}]
+    assert items[1]["id"] == "msg_kept"
+    assert items[1]["content"] == [{"type": "output_text", "text": "Two"}]
+    assert items[2]["id"].startswith("fco_")
+    assert stored_items("Hi")[0]["content"] == [{"type": "input_text", "text": "Hi"}]
+
+
+def test_an_output_answers_a_call_of_the_earlier_chain_and_errors_count_from_the_input() -> None:
+    earlier = [
+        {"type": "message", "role": "user", "content": "Weather?"},
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+    ]
+    output = {"type": "function_call_output", "call_id": "c1", "output": "sunny"}
+
+    read = from_responses(ResponsesIn(model="support", input=[output]), earlier=earlier)
+
+    assert [message.role for message in read.client.messages] == ["user", "assistant", "tool"]
+    assert read.client.manages_history
+    with pytest.raises(ApiError) as raised:
+        from_responses(
+            ResponsesIn(model="support", input=[{"role": "user", "content": "Hm"}, output]),
+            earlier=earlier[:1],
+        )
+    assert raised.value.param == "input[1].call_id"
