@@ -20,6 +20,18 @@ _DEFAULT_TYPES = {
     503: "upstream_error",
     504: "upstream_error",
 }
+# The same failures as the Anthropic Messages API names them (its 529 is an overload).
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+}
+OVERLOADED = 529
+ANTHROPIC_PATH = "/v1/messages"  # the routes that answer in Anthropic's shapes
 
 
 class ApiError(Exception):
@@ -51,10 +63,21 @@ class ApiError(Exception):
             }
         }
 
-    def response(self) -> HttpResponse:
-        response = HttpResponse(
-            json.dumps(self.body()), status=self.status, content_type="application/json"
+    def anthropic(self) -> tuple[int, dict[str, Any]]:
+        """(status, body) as the Anthropic Messages API answers this failure."""
+        if self.code == "upstream_overloaded":
+            status, kind = OVERLOADED, "overloaded_error"
+        else:
+            status = self.status
+            kind = _ANTHROPIC_TYPES.get(status, "api_error")
+        return status, {"type": "error", "error": {"type": kind, "message": self.message}}
+
+    def response(self, path: str = "") -> HttpResponse:
+        """The error response, in Anthropic's shape on its routes (``path``)."""
+        status, body = (
+            self.anthropic() if path.startswith(ANTHROPIC_PATH) else (self.status, self.body())
         )
+        response = HttpResponse(json.dumps(body), status=status, content_type="application/json")
         for name, value in self.headers.items():
             response[name] = value
         return response

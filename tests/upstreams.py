@@ -48,7 +48,8 @@ def received(kind: str, recorded: Recorded) -> Received:
         turns = [
             (message["role"], _blocks_text(message["content"])) for message in body["messages"]
         ]
-        return Received(body["model"], headers["x-api-key"], body.get("system", ""), turns)
+        system = _blocks_text(body.get("system", ""))
+        return Received(body["model"], headers["x-api-key"], system, turns)
     if kind == "gemini":
         model = recorded.path.rsplit("/", 1)[-1].split(":", 1)[0]
         system = _parts_text((body.get("systemInstruction") or {}).get("parts", []))

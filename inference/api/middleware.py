@@ -1,5 +1,5 @@
 """The middleware of ``/v1``: credentials before anything else, and every failure in the
-OpenAI error shape, whatever part of Django produced it."""
+OpenAI error shape (Anthropic's on ``/v1/messages``), whatever part of Django produced it."""
 
 import asyncio
 import json
@@ -39,7 +39,7 @@ class OpenAIErrorMiddleware(AsyncMiddleware):
         error = ApiError(status, message, code=_CODES.get(status))
         if status == 405 and response.has_header("Allow"):
             error.headers["Allow"] = response["Allow"]
-        return error.response()
+        return error.response(request.path)
 
 
 class ProxyAuthGate:
@@ -64,7 +64,7 @@ class ProxyAuthGate:
             await self.app(scope, receive, send)
             return
         try:
-            caller = await authenticate_caller(_header(scope, b"authorization"), proxy, self.keys)
+            caller = await authenticate_caller(_credentials(scope), proxy, self.keys)
         except ApiError as refusal:
             await self.app({**scope, _REFUSAL: refusal}, without_body(receive), send)
             return
@@ -93,7 +93,7 @@ class ProxyAuthMiddleware(AsyncMiddleware):
             )
         if refusal is not None:
             v1_request.log.error = refusal.code or refusal.error_type
-            return refusal.response()
+            return refusal.response(request.path)
         v1_request.bound_user = scope.get(_PRINCIPAL)
         v1_request.api_key = scope.get(_KEY)
         v1_request.parsed_body = None
@@ -112,6 +112,15 @@ def _parsed(request: HttpRequest) -> Any:
 _REFUSAL = "gateway.auth_refusal"
 _PRINCIPAL = "gateway.principal"
 _KEY = "gateway.api_key"
+
+
+def _credentials(scope: dict[str, Any]) -> str | None:
+    """The Authorization header, or an ``x-api-key`` (the Anthropic SDKs' way) as a bearer
+    token."""
+    authorization = _header(scope, b"authorization")
+    if authorization is None and (key := _header(scope, b"x-api-key")) is not None:
+        return f"Bearer {key}"
+    return authorization
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:

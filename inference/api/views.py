@@ -13,6 +13,7 @@ from ninja.parser import Parser
 
 from inference.api.body_errors import body_error
 from inference.api.context import InferenceRequest
+from inference.api.messages import router as messages_router
 from inference.api.responses import router as responses_router
 from inference.api.serve import json_response, serve
 from inference.errors import ApiError, invalid_request
@@ -77,22 +78,32 @@ async def chat_completions(
 
 
 api.add_router("/responses", responses_router)
+api.add_router("/messages", messages_router)
 
 
 @api.exception_handler(ApiError)
 def _api_error(request: InferenceRequest, error: ApiError) -> HttpResponse:
     request.log.error = error.code or error.error_type
-    return error.response()
+    return error.response(request.path)
 
 
 @api.exception_handler(ValidationError)
 def _validation_error(request: HttpRequest, error: ValidationError) -> HttpResponse:
-    required = "model and input" if request.path.endswith("/responses") else "model and messages"
-    return body_error(error.errors, required).response()
+    return body_error(error.errors, _REQUIRED.get(request.path, "model and messages")).response(
+        request.path
+    )
+
+
+_REQUIRED = {
+    "/v1/responses": "model and input",
+    "/v1/messages": "model, messages and max_tokens",
+    "/v1/messages/count_tokens": "model and messages",
+}
 
 
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, error: HttpError) -> HttpResponse:
     if error.status_code == 400:
-        return invalid_request("The request body is not valid JSON", code="invalid_json").response()
-    return ApiError(error.status_code, str(error)).response()
+        failure = invalid_request("The request body is not valid JSON", code="invalid_json")
+        return failure.response(request.path)
+    return ApiError(error.status_code, str(error)).response(request.path)

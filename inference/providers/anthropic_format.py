@@ -21,6 +21,7 @@ from inference.providers.base import (
 )
 from inference.providers.toolnames import LETTERS_DIGITS_DASHES
 from inference.providers.types import (
+    Block,
     ChatRequest,
     ChatResponse,
     Finish,
@@ -45,6 +46,7 @@ RESPONSE_TOOL = "json_response"
 # Blocks of extended thinking: kept with the reply and sent back in its assistant turn,
 # signature and all (Anthropic requires them there when a tool round continues).
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
+COUNTED = ("model", "system", "messages", "tools", "tool_choice", "thinking")  # count_tokens
 
 _STOP_REASONS: dict[str, FinishReason] = {
     "end_turn": "stop",
@@ -68,8 +70,18 @@ class AnthropicProvider(Provider):
     def headers(self) -> dict[str, str]:
         return {"x-api-key": self.settings.api_key, "anthropic-version": API_VERSION}
 
+    async def count_tokens(self, request: ChatRequest) -> int:
+        """Anthropic's own count of the request's input tokens."""
+        body = encode_request(request, stream=False)
+        counted = {key: body[key] for key in COUNTED if key in body}
+        answer = await self.post_json(f"{self.url}/count_tokens", counted, _beta(request))
+        tokens = answer.get("input_tokens")
+        if not isinstance(tokens, int):
+            raise ProviderError(502, f"{self.name} returned a count without input_tokens")
+        return tokens
+
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
-        body = await self.post_json(self.url, encode_request(request, stream=False))
+        body = await self.post_json(self.url, encode_request(request, stream=False), _beta(request))
         if not isinstance(body.get("content"), list):
             raise ProviderError(502, f"{self.name} returned a reply without content")
         text: list[str] = []
@@ -98,7 +110,8 @@ class AnthropicProvider(Provider):
 
     async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
         state = _StreamState(request)
-        async for event in self.post_sse(self.url, encode_request(request, stream=True)):
+        body = encode_request(request, stream=True)
+        async for event in self.post_sse(self.url, body, _beta(request)):
             if event.event == "ping" or not event.data:
                 continue
             payload = self.event_json(event.data)
@@ -119,6 +132,12 @@ class AnthropicProvider(Provider):
         return ProviderError(502, f"{self.name} failed mid-stream: {detail}", retryable=True)
 
 
+def _beta(request: ChatRequest) -> dict[str, str]:
+    """The client's ``anthropic-beta`` header, for the fields it passed on."""
+    beta = request.sampling.anthropic_beta
+    return {"anthropic-beta": beta} if beta else {}
+
+
 def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
     sampling = request.sampling
     body: dict[str, Any] = {
@@ -127,10 +146,16 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
         "messages": encode_messages(request.messages),
     }
     budget = thinking_budget(sampling.reasoning_effort)
-    if request.system:
+    if request.system and request.system_cache_control is not None:
+        body["system"] = [
+            {"type": "text", "text": request.system, "cache_control": request.system_cache_control}
+        ]
+    elif request.system:
         body["system"] = request.system
     if sampling.stop:
         body["stop_sequences"] = list(sampling.stop)
+    if sampling.top_k is not None:
+        body["top_k"] = sampling.top_k
     tools = [
         {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
         for tool in request.tools
@@ -159,6 +184,7 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
             body["temperature"] = sampling.temperature
         if sampling.top_p is not None:
             body["top_p"] = sampling.top_p
+    body.update(sampling.anthropic_extras)  # the client's own choices win
     if stream:
         body["stream"] = True
     return body
@@ -216,6 +242,13 @@ def _thinking(budget: int, max_tokens: int | None) -> dict[str, Any]:
 
 
 def _blocks(message: Message) -> list[dict[str, Any]]:
+    blocks = _message_blocks(message)
+    if message.cache_control is not None and blocks and "cache_control" not in blocks[-1]:
+        blocks[-1] = {**blocks[-1], "cache_control": message.cache_control}
+    return blocks
+
+
+def _message_blocks(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
         return [
             {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
@@ -225,7 +258,7 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
         for item in message.reasoning
         if isinstance(item, dict) and item.get("type") in THINKING_BLOCKS
     ]
-    if message.with_images:
+    if message.parts:
         blocks.extend(_part_block(part) for part in message.parts)
     elif message.content:
         blocks.append({"type": "text", "text": message.content})
@@ -244,6 +277,8 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
 def _part_block(part: Part) -> dict[str, Any]:
     if isinstance(part, str):
         return {"type": "text", "text": part}
+    if isinstance(part, Block):
+        return part.block
     inline = part.inline
     if inline is None:
         return {"type": "image", "source": {"type": "url", "url": part.url}}

@@ -122,15 +122,22 @@ class Provider:
     def headers(self) -> dict[str, str]:
         raise NotImplementedError
 
-    def _json_headers(self) -> dict[str, str]:
-        return {**self.headers(), "Content-Type": "application/json", **outgoing_headers()}
+    def _json_headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return {
+            **self.headers(),
+            "Content-Type": "application/json",
+            **outgoing_headers(),
+            **(extra or {}),
+        }
 
-    def _request(self, url: str, body: dict[str, Any]) -> httpx.Request:
+    def _request(
+        self, url: str, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> httpx.Request:
         return self.client.build_request(
             "POST",
             url,
             content=fastjson.dumps(body),
-            headers=self._json_headers(),
+            headers=self._json_headers(headers),
             timeout=self._http_timeout,
         )
 
@@ -150,11 +157,14 @@ class Provider:
             raise self._timed_out(phase) from None
         return response
 
-    async def post_json(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def post_json(
+        self, url: str, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """The JSON body of a call; ``headers`` are this call's own, beside the provider's."""
         end = asyncio.get_running_loop().time() + self.timeouts.total
         try:
             with upstream_wait():
-                response = await self._response(self._request(url, body), end)
+                response = await self._response(self._request(url, body, headers), end)
                 until, phase = self._until(end, self.timeouts.idle, "idle")
                 try:
                     async with asyncio.timeout_at(until):
@@ -171,7 +181,9 @@ class Provider:
             raise ProviderError(502, f"{self.name} returned a body that is not JSON") from error
         return data
 
-    async def post_sse(self, url: str, body: dict[str, Any]) -> AsyncIterator[ServerSentEvent]:
+    async def post_sse(
+        self, url: str, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> AsyncIterator[ServerSentEvent]:
         """Yield the server-sent events of a streamed call; the connection closes with the loop.
 
         Only the waits for the upstream count as upstream time, not the time the caller
@@ -181,7 +193,7 @@ class Provider:
         idle = self.timeouts.idle
         try:
             with upstream_wait():
-                response = await self._response(self._request(url, body), end)
+                response = await self._response(self._request(url, body, headers), end)
             async with AsyncExitStack() as exits:
                 exits.push_async_callback(response.aclose)
                 events = await exits.enter_async_context(

@@ -113,6 +113,7 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
     for name, value in (
         ("temperature", sampling.temperature),
         ("p", sampling.top_p),
+        ("k", sampling.top_k),
         ("max_tokens", sampling.max_tokens),
         ("seed", sampling.seed),
         ("frequency_penalty", sampling.frequency_penalty),

@@ -22,6 +22,7 @@ from inference.providers.base import (
 from inference.providers.gemini_schema import to_gemini_schema
 from inference.providers.toolnames import GEMINI_NAMES
 from inference.providers.types import (
+    Block,
     ChatRequest,
     ChatResponse,
     Finish,
@@ -184,6 +185,8 @@ def _parts(message: Message, call_names: dict[str, str]) -> list[dict[str, Any]]
 def _content_part(part: Part) -> dict[str, Any]:
     if isinstance(part, str):
         return {"text": part}
+    if isinstance(part, Block):
+        return {"text": part.text}
     inline = part.inline
     if inline is not None:
         return {"inlineData": {"mimeType": inline[0], "data": inline[1]}}
@@ -206,6 +209,7 @@ def _generation_config(request: ChatRequest) -> dict[str, Any]:
     for name, value in (
         ("temperature", sampling.temperature),
         ("topP", sampling.top_p),
+        ("topK", sampling.top_k),
         ("maxOutputTokens", sampling.max_tokens),
         ("seed", sampling.seed),
         ("frequencyPenalty", sampling.frequency_penalty),

@@ -10,6 +10,7 @@ from inference.providers.types import (
     ChatResponse,
     Finish,
     FinishReason,
+    Image,
     Message,
     ResponseFormat,
     Sampling,
@@ -192,9 +193,9 @@ def encode_content(message: Message) -> str | list[dict[str, Any]]:
     if not message.with_images:
         return message.content
     return [
-        {"type": "text", "text": part}
-        if isinstance(part, str)
-        else {"type": "image_url", "image_url": {"url": part.url}}
+        {"type": "image_url", "image_url": {"url": part.url}}
+        if isinstance(part, Image)
+        else {"type": "text", "text": part if isinstance(part, str) else part.text}
         for part in message.parts
     ]
 

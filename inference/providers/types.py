@@ -36,7 +36,17 @@ class Image:
         return header.removeprefix("data:").split(";")[0] or "image/png", data
 
 
-Part = str | Image  # a piece of a message's content: text, or an image
+@dataclass(frozen=True)
+class Block:
+    """A content block only Anthropic upstreams get as it is: text the client marked with
+    ``cache_control`` (it stays its own block there, so the cached prefix ends exactly at
+    the breakpoint), or a document. Every other provider gets ``text``."""
+
+    block: dict[str, Any]
+    text: str
+
+
+Part = str | Image | Block  # a piece of a message's content
 
 
 @dataclass(frozen=True)
@@ -46,11 +56,13 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None  # on role "tool": the call this result answers
     name: str | None = None  # on role "tool": the tool's name (Gemini needs it)
-    parts: tuple[Part, ...] = ()  # the content in order, when it holds images
+    parts: tuple[Part, ...] = ()  # the content in order, when it is not only text
     # On role "assistant": opaque items of the model's reasoning that its provider needs
     # back with this turn (Anthropic's signed thinking blocks); only the provider module
     # that produced them reads them.
     reasoning: tuple[Any, ...] = ()
+    # Anthropic's prompt-cache breakpoint at the end of this message (its last block).
+    cache_control: dict[str, Any] | None = None
 
     @property
     def with_images(self) -> bool:
@@ -105,9 +117,15 @@ class Sampling:
     reasoning_effort: str | None = None
     logprobs: bool | None = None
     top_logprobs: int | None = None
+    top_k: int | None = None  # Anthropic, Gemini and Cohere have it; OpenAI-format kinds not
     # OpenAI's own parameters that no other kind has an equivalent of (logit_bias,
     # service_tier, verbosity, prediction, modalities), passed on as they came.
     openai_extras: dict[str, Any] = field(default_factory=dict)
+    # What a /v1/messages client sent that only Anthropic knows (thinking, its top-level
+    # fields the gateway does not model, its anthropic-beta header): passed on to
+    # Anthropic upstreams as it came, left out for the others.
+    anthropic_extras: dict[str, Any] = field(default_factory=dict)
+    anthropic_beta: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +138,9 @@ class ChatRequest:
     tool_choice: ToolChoice | None = None  # None: the provider's default (auto)
     parallel_tool_calls: bool | None = None  # None: the provider's default
     response_format: ResponseFormat | None = None
+    # Anthropic's prompt-cache breakpoint at the end of the system prompt, where the
+    # client marked its system part.
+    system_cache_control: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from inference.providers.types import (
     ChatRequest,
     ChatResponse,
     Message,
+    Reasoning,
     ResponseFormat,
     StreamAccumulator,
     StreamEvent,
@@ -142,7 +143,7 @@ class ToolLoop:
         self.current = accumulator = StreamAccumulator()
         async for event in self.upstream.stream(request):
             accumulator.add(event)
-            if isinstance(event, TextDelta) and event.text:
+            if (isinstance(event, TextDelta) and event.text) or isinstance(event, Reasoning):
                 yield event
             elif isinstance(event, ToolCallDelta):
                 name = self.toolbox.client_names.get(event.name or "", event.name)
@@ -234,8 +235,10 @@ class ToolLoop:
 
 
 def _replay(final: ChatResponse) -> list[StreamEvent]:
-    """A whole answer as stream events: its text in pieces, then each client tool call."""
-    events: list[StreamEvent] = [
+    """A whole answer as stream events: its reasoning items, its text in pieces, then
+    each client tool call."""
+    events: list[StreamEvent] = [Reasoning(item) for item in final.reasoning]
+    events += [
         TextDelta(final.text[start : start + _REPLAY_CHUNK])
         for start in range(0, len(final.text), _REPLAY_CHUNK)
     ]

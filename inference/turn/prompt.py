@@ -35,4 +35,5 @@ def build_chat_request(
         tool_choice=toolbox.choice(client.tool_choice),
         parallel_tool_calls=client.parallel_tool_calls if toolbox.specs else None,
         response_format=client.response_format,
+        system_cache_control=client.system_cache_control,
     )

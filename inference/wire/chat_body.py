@@ -12,39 +12,48 @@ from pydantic_core import PydanticCustomError
 MAX_MESSAGES = 10_000  # messages (or input items) in one request
 
 
-class _Lenient(BaseModel):
+class Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class ImageUrlIn(_Lenient):
+class ImageUrlIn(Lenient):
     url: str
     detail: str | None = None
 
 
-class ContentPart(_Lenient):
+class ContentPart(Lenient):
     type: str
     text: str | None = None
     refusal: str | None = None  # on an assistant message's "refusal" part
     image_url: ImageUrlIn | None = None
+    cache_control: dict[str, Any] | None = None  # Anthropic's prompt-cache breakpoint
 
 
-class FunctionCallIn(_Lenient):
+class FunctionCallIn(Lenient):
     name: str
     arguments: str = "{}"
 
 
-class ToolCallIn(_Lenient):
+class ToolCallIn(Lenient):
     id: str
     type: Literal["function"] = "function"
     function: FunctionCallIn
 
 
-class ChatMessageIn(_Lenient):
+class ChatMessageIn(Lenient):
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[ContentPart] | None = None
     name: str | None = None
     tool_calls: list[ToolCallIn] | None = None
     tool_call_id: str | None = None
+    cache_control: dict[str, Any] | None = None  # Anthropic's prompt-cache breakpoint
+
+    @property
+    def breakpoint(self) -> dict[str, Any] | None:
+        """The message's cache_control, or its last marked part's."""
+        parts = self.content if isinstance(self.content, list) else []
+        marked = [part.cache_control for part in parts if part.cache_control]
+        return marked[-1] if marked else self.cache_control
 
     @property
     def text(self) -> str:
@@ -59,7 +68,7 @@ class ChatMessageIn(_Lenient):
         )
 
 
-class StreamOptions(_Lenient):
+class StreamOptions(Lenient):
     include_usage: bool = False
 
 
@@ -75,7 +84,7 @@ def counted_before_read(value: Any) -> Any:
     return value
 
 
-class ChatCompletionIn(_Lenient):
+class ChatCompletionIn(Lenient):
     model: str
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=MAX_MESSAGES)
     _messages_counted = field_validator("messages", mode="before")(counted_before_read)
@@ -107,7 +116,7 @@ class ChatCompletionIn(_Lenient):
     parallel_tool_calls: bool | None = None
 
 
-class ResponsesIn(_Lenient):
+class ResponsesIn(Lenient):
     """The body of ``POST /v1/responses``."""
 
     model: str

@@ -11,6 +11,7 @@ from typing import Any
 
 from inference.errors import invalid_request
 from inference.providers.types import (
+    Block,
     Image,
     Message,
     Part,
@@ -48,6 +49,8 @@ class ClientRequest:
     stream: bool = False
     include_usage: bool = False
     conversation_param: str = "messages"  # the field that carries the conversation
+    # Anthropic's prompt-cache breakpoint the client put on its system part.
+    system_cache_control: dict[str, Any] | None = None
 
 
 def from_chat_completion(
@@ -81,6 +84,10 @@ def from_chat_completion(
         bound_user=bound_user,
         stream=body.stream,
         include_usage=bool(body.stream_options and body.stream_options.include_usage),
+        system_cache_control=next(
+            (m.breakpoint for m in body.messages if m.role in SYSTEM_ROLES and m.breakpoint),
+            None,
+        ),
     )
 
 
@@ -206,7 +213,14 @@ def _conversation(messages: list[ChatMessageIn]) -> list[Message]:
                 for call in message.tool_calls or []
             )
             calls.update((call.id, call.name) for call in made)
-            converted.append(Message(role="assistant", content=message.text, tool_calls=made))
+            converted.append(
+                Message(
+                    role="assistant",
+                    content=message.text,
+                    tool_calls=made,
+                    cache_control=message.breakpoint,
+                )
+            )
         elif message.role == "tool":
             call_id = message.tool_call_id
             if call_id not in calls:
@@ -218,7 +232,11 @@ def _conversation(messages: list[ChatMessageIn]) -> list[Message]:
                 )
             converted.append(
                 Message(
-                    role="tool", content=message.text, tool_call_id=call_id, name=calls[call_id]
+                    role="tool",
+                    content=message.text,
+                    tool_call_id=call_id,
+                    name=calls[call_id],
+                    cache_control=message.breakpoint,
                 )
             )
         else:
@@ -240,24 +258,39 @@ def _check_text_only(message: ChatMessageIn, index: int) -> None:
 
 
 def _user_message(message: ChatMessageIn, index: int) -> Message:
+    """A user message; a text part marked with ``cache_control`` stays its own block at
+    an Anthropic upstream."""
     if not isinstance(message.content, list):
-        return Message(role="user", content=message.text)
+        return Message(role="user", content=message.text, cache_control=message.cache_control)
     parts: list[Part] = []
     for position, part in enumerate(message.content):
         where = f"messages[{index}].content[{position}]"
-        if part.type == "text":
+        if part.type == "text" and part.cache_control:
+            text = part.text or ""
+            block = {"type": "text", "text": text, "cache_control": part.cache_control}
+            parts.append(Block(block, text))
+        elif part.type == "text":
             parts.append(part.text or "")
         elif part.type == "image_url" and part.image_url is not None:
             parts.append(image(part.image_url.url, f"{where}.image_url.url"))
         else:
             raise unsupported_part(part.type, where, "text and image_url")
-    return user_message(parts)
+    return user_message(parts, message.cache_control)
 
 
-def user_message(parts: list[Part]) -> Message:
-    text = "".join(part for part in parts if isinstance(part, str))
-    with_images = any(isinstance(part, Image) for part in parts)
-    return Message(role="user", content=text, parts=tuple(parts) if with_images else ())
+def user_message(parts: list[Part], cache_control: dict[str, Any] | None = None) -> Message:
+    """A user message of parts: its text, and the parts themselves unless all are text."""
+    text = "".join(
+        part if isinstance(part, str) else part.text if isinstance(part, Block) else ""
+        for part in parts
+    )
+    plain = all(isinstance(part, str) for part in parts)
+    return Message(
+        role="user",
+        content=text,
+        parts=() if plain else tuple(parts),
+        cache_control=cache_control,
+    )
 
 
 def image(url: str, param: str) -> Image:
@@ -283,7 +316,10 @@ def remembered_text(message: Message) -> str:
     """A message's text as history keeps it: ``[image]`` where an image was."""
     if not message.parts:
         return message.content
-    return "".join(part if isinstance(part, str) else "[image]" for part in message.parts)
+    return "".join(
+        part if isinstance(part, str) else "[image]" if isinstance(part, Image) else part.text
+        for part in message.parts
+    )
 
 
 def _last_user_text(messages: list[Message]) -> str | None:

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -108,6 +109,35 @@ def test_requests_without_a_valid_key_are_refused(
             say(sdk(server, key))
         assert refused.value.code == "invalid_api_key"
     assert fakes["openai"].requests == []
+
+
+def test_the_anthropic_sdk_sends_its_key_as_x_api_key(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    created = mint(server)
+    fakes["openai"].script(Reply.of_text("Hello over Messages."))
+
+    client = anthropic.Anthropic(base_url=server.url, api_key=created["key"], max_retries=0)
+    message = client.messages.create(
+        model="assistant", max_tokens=50, messages=[{"role": "user", "content": "x"}]
+    )
+
+    assert message.content[0].type == "text" and message.content[0].text == "Hello over Messages."
+    refused_client = anthropic.Anthropic(
+        base_url=server.url, api_key="sk-gw-madeup0000000000000000000000000000000000", max_retries=0
+    )
+    with pytest.raises(anthropic.AuthenticationError) as refused:
+        refused_client.messages.create(
+            model="assistant", max_tokens=50, messages=[{"role": "user", "content": "x"}]
+        )
+    assert refused.value.body == {
+        "type": "error",
+        "error": {
+            "type": "authentication_error",
+            "message": "The API key is not valid (unknown, revoked or expired)",
+        },
+    }
+    assert len(fakes["openai"].requests) == 1
 
 
 def test_a_revoked_key_is_refused_within_a_second(

@@ -7,6 +7,7 @@ stream reply with an ``error_body`` and status 200 fails after its content with 
 ``thinking`` comes first as a signed ``thinking`` block; with thinking on, the fake
 refuses what the real API refuses: a temperature other than 1, a top_p below 0.95, a
 tool round sent back without its thinking first, a thinking block with a wrong signature.
+``POST /v1/messages/count_tokens`` answers what the test scripts (a ``raw_body``).
 """
 
 import base64
@@ -141,7 +142,8 @@ def _rejection(recorded: Recorded) -> Reply | None:
         return Reply.of_error(401, "x-api-key header is required")
     if "anthropic-version" not in recorded.headers:
         return Reply.of_error(400, "anthropic-version: header is required")
-    for field in ("model", "max_tokens", "messages"):
+    counting = recorded.path.endswith("/count_tokens")  # takes no max_tokens
+    for field in ("model", "messages") if counting else ("model", "max_tokens", "messages"):
         if field not in body:
             return Reply.of_error(400, f"{field}: Field required")
     roles = {message.get("role") for message in body["messages"]}
