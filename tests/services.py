@@ -17,6 +17,8 @@ POSTGRES_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 REDIS_ADDRESS = ("127.0.0.1", 6379)
 CHROMIUM = Path("/usr/bin/chromium")
 CLIENTS_PYTHON = PROJECT_DIR / ".venv-clients" / "bin" / "python"
+NODE_CLIENTS = PROJECT_DIR / "tests" / "clients" / "node_modules" / ".bin"
+CODING_AGENTS = ("claude", "codex")
 
 
 def _postgres() -> str | None:
@@ -48,11 +50,22 @@ def _clients() -> str | None:
     return "no .venv-clients (scripts/setup requirements-clients.txt .venv-clients makes it)"
 
 
+def _node() -> str | None:
+    absent = [name for name in CODING_AGENTS if not (NODE_CLIENTS / name).exists()]
+    if not absent:
+        return None
+    return (
+        f"no {', '.join(absent)} in {NODE_CLIENTS.relative_to(PROJECT_DIR)} (Node.js and npm "
+        "are needed: scripts/test installs tests/clients/package.json)"
+    )
+
+
 PROBES: dict[str, Callable[[], str | None]] = {
     "postgres": _postgres,
     "redis": _redis,
     "browser": _browser,
     "clients": _clients,
+    "node": _node,
 }
 
 
