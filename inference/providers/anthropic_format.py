@@ -106,6 +106,7 @@ class AnthropicProvider(Provider):
             reasoning=tuple(reasoning),
             response_id=body.get("id"),
             response_model=body.get("model"),
+            by_stop_sequence=body.get("stop_reason") == "stop_sequence",
         )
 
     async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
@@ -412,6 +413,7 @@ class _StreamState:
                     finish if self.call_index else _no_tool_calls(finish),
                     self.message.get("id"),
                     self.message.get("model"),
+                    by_stop_sequence=reason == "stop_sequence",
                 )
             )
         usage = payload.get("usage")

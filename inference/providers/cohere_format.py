@@ -77,6 +77,7 @@ class CohereProvider(Provider):
             usage=_usage(body.get("usage")),
             tool_calls=calls,
             response_id=body.get("id"),
+            by_stop_sequence=reason == "STOP_SEQUENCE",
         )
 
     async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
@@ -213,6 +214,11 @@ class _StreamState:
             arguments = function.get("arguments") or ""
             return [ToolCallDelta(index=self.call_index[index], arguments=arguments)]
         if kind == "message-end":
-            reason = _FINISH_REASONS.get(delta.get("finish_reason") or "COMPLETE", "stop")
-            return [Finish(reason, self.response_id), UsageReport(_usage(delta.get("usage")))]
+            given = delta.get("finish_reason") or "COMPLETE"
+            finish = Finish(
+                _FINISH_REASONS.get(given, "stop"),
+                self.response_id,
+                by_stop_sequence=given == "STOP_SEQUENCE",
+            )
+            return [finish, UsageReport(_usage(delta.get("usage")))]
         return []

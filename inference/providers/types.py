@@ -198,6 +198,9 @@ class ChatResponse:
     # The upstream's id of the reply and the model that wrote it, where it says (traces).
     response_id: str | None = None
     response_model: str | None = None
+    # A "stop" at one of the request's stop sequences, where the provider says so
+    # (Anthropic, Cohere): the Messages API tells it apart.
+    by_stop_sequence: bool = False
 
 
 @dataclass(frozen=True)
@@ -229,6 +232,7 @@ class Finish:
     reason: FinishReason
     response_id: str | None = None  # as on ChatResponse
     response_model: str | None = None
+    by_stop_sequence: bool = False  # as on ChatResponse
 
 
 @dataclass(frozen=True)
@@ -282,4 +286,5 @@ class StreamAccumulator:
             reasoning=tuple(self.reasoning),
             response_id=self.finish.response_id if self.finish else None,
             response_model=self.finish.response_model if self.finish else None,
+            by_stop_sequence=self.finish.by_stop_sequence if self.finish else False,
         )

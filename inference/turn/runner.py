@@ -101,7 +101,7 @@ class TurnRunner:
                     sent.append(event.text)
                 yield event
             assert loop.final is not None
-            yield Finish(loop.final.finish_reason)
+            yield Finish(loop.final.finish_reason, by_stop_sequence=loop.final.by_stop_sequence)
             yield UsageReport(loop.spent)
             outcome = "done"
         except ProviderError as error:

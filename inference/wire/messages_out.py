@@ -43,7 +43,7 @@ class MessagesReply:
         return {
             **_message(header),
             "content": content,
-            "stop_reason": _STOP_REASONS[answer.finish_reason],
+            "stop_reason": _stop_reason(answer.finish_reason, answer.by_stop_sequence),
             "usage": usage(answer.usage),
         }
 
@@ -67,7 +67,7 @@ class MessagesFrames:
         opening = {**_message(self.header), "content": [], "stop_reason": None}
         opening["usage"] = usage(Usage())
         yield _frame("message_start", message=opening)
-        reason: FinishReason = "stop"
+        finish = Finish("stop")
         totals = Usage()
         async for event in events:
             if isinstance(event, TextDelta) and event.text:
@@ -82,7 +82,7 @@ class MessagesFrames:
                 for frame in self._thinking(event.item):
                     yield frame
             elif isinstance(event, Finish):
-                reason = event.reason
+                finish = event
             elif isinstance(event, UsageReport):
                 totals = event.usage
         if self.index < 0:  # an empty answer is one empty text block
@@ -90,7 +90,8 @@ class MessagesFrames:
                 yield frame
         for frame in self._end():
             yield frame
-        ending = {"stop_reason": _STOP_REASONS[reason], "stop_sequence": None}
+        reason = _stop_reason(finish.reason, finish.by_stop_sequence)
+        ending = {"stop_reason": reason, "stop_sequence": None}
         yield _frame("message_delta", delta=ending, usage=usage(totals))
         yield _frame("message_stop")
 
@@ -138,6 +139,10 @@ class MessagesFrames:
                 delta = {"type": f"{key}_delta", key: block[key]}
                 frames.append(_frame("content_block_delta", index=self.index, delta=delta))
         return [*frames, *self._end()]
+
+
+def _stop_reason(reason: FinishReason, by_stop_sequence: bool) -> str:
+    return "stop_sequence" if reason == "stop" and by_stop_sequence else _STOP_REASONS[reason]
 
 
 def usage(usage: Usage) -> dict[str, int]:

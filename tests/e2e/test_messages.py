@@ -401,3 +401,36 @@ def test_claude_codes_first_request_is_served(
         assert len(sent.body["tools"]) == len(captured["body"]["tools"])
     else:
         assert "thinking" not in sent.body and "output_config" not in sent.body
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    ("kind", "upstream_reason", "expected"),
+    [
+        ("anthropic", "stop_sequence", "stop_sequence"),
+        ("cohere", "STOP_SEQUENCE", "stop_sequence"),
+        ("openai", "stop", "end_turn"),
+    ],
+)
+def test_stop_sequence_is_told_only_where_the_upstream_says_so(
+    kind: str,
+    upstream_reason: str,
+    expected: str,
+    stream: bool,
+    claude: anthropic.Anthropic,
+    fakes: dict[str, FakeUpstream],
+    user_id: str,
+) -> None:
+    fakes[kind].script(Reply.of_text("Counting: 1, 2", finish_reason=upstream_reason))
+    options = ask(user_id, stop_sequences=["3"], extra_body={"top_k": 5})
+
+    if stream:
+        with claude.messages.stream(model=f"{kind}-agent", **options) as events:
+            message = events.get_final_message()
+    else:
+        message = claude.messages.create(model=f"{kind}-agent", **options)
+
+    assert message.stop_reason == expected
+    sent = fakes[kind].last.body
+    top_k = {"anthropic": ("top_k", 5), "cohere": ("k", 5), "openai": ("top_k", None)}[kind]
+    assert sent.get(top_k[0]) == top_k[1]
