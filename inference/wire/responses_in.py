@@ -8,7 +8,7 @@ gateway cannot serve is a 400 naming the field.
 """
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from inference.errors import invalid_request
@@ -26,6 +26,7 @@ from inference.wire.client_request import (
     unsupported_part,
     user_message,
 )
+from inference.wire.responses_out import reasoning_block
 from inference.wire.wellformed import reject_lone_surrogates
 
 SYSTEM_ROLES = ("system", "developer")
@@ -164,10 +165,12 @@ def _sampling(body: ResponsesIn) -> Sampling:
 def _conversation(items: list[dict[str, Any]], earlier: int = 0) -> tuple[list[str], list[Message]]:
     """(system texts, messages) of ``input`` items after ``earlier`` items of a stored
     chain, each function call joined to the assistant turn it belongs to, each output
-    checked against a call. Reasoning items are left out (the gateway returns none)."""
+    checked against a call. A reasoning item the gateway made goes back with the
+    assistant turn after it; any other is left out."""
     system: list[str] = []
     messages: list[Message] = []
     calls: dict[str, str] = {}  # call id → function name
+    reasoning: list[dict[str, Any]] = []  # for the next assistant turn
     for index, item in enumerate(items):
         where = f"input[{index - earlier}]"
         if not isinstance(item, dict):
@@ -182,7 +185,8 @@ def _conversation(items: list[dict[str, Any]], earlier: int = 0) -> tuple[list[s
                 messages.append(user_message(_user_parts(content, where)))
             elif role == "assistant":
                 text = _text(content, f"{where}.content", role)
-                messages.append(Message(role="assistant", content=text))
+                messages.append(Message(role="assistant", content=text, reasoning=tuple(reasoning)))
+                reasoning = []
             else:
                 raise invalid_request(
                     f"{where}.role must be user, assistant, system or developer, got {role!r}",
@@ -198,11 +202,18 @@ def _conversation(items: list[dict[str, Any]], earlier: int = 0) -> tuple[list[s
             calls[call.id] = call.name
             last = messages[-1] if messages else None
             if last is not None and last.role == "assistant":
-                messages[-1] = Message(
-                    role="assistant", content=last.content, tool_calls=(*last.tool_calls, call)
+                messages[-1] = replace(
+                    last,
+                    tool_calls=(*last.tool_calls, call),
+                    reasoning=(*last.reasoning, *reasoning),
                 )
             else:
-                messages.append(Message(role="assistant", content="", tool_calls=(call,)))
+                messages.append(
+                    Message(
+                        role="assistant", content="", tool_calls=(call,), reasoning=tuple(reasoning)
+                    )
+                )
+            reasoning = []
         elif kind == "function_call_output":
             call_id = _string(item, "call_id", where)
             if call_id not in calls:
@@ -215,7 +226,10 @@ def _conversation(items: list[dict[str, Any]], earlier: int = 0) -> tuple[list[s
             messages.append(
                 Message(role="tool", content=output, tool_call_id=call_id, name=calls[call_id])
             )
-        elif kind != "reasoning":
+        elif kind == "reasoning":
+            if (block := reasoning_block(item)) is not None:
+                reasoning.append(block)
+        else:
             raise invalid_request(
                 f"{where}.type: items of type {kind!r} are not supported (message, "
                 "function_call and function_call_output are)",

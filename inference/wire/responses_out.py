@@ -1,6 +1,7 @@
 """The OpenAI Responses API wire shapes of an answer: the ``response`` object and its
 event stream, with sequence numbers, as the official SDK reads them."""
 
+import base64
 import json
 import time
 import uuid
@@ -11,6 +12,7 @@ from inference.errors import ApiError
 from inference.providers.types import (
     ChatResponse,
     Finish,
+    Reasoning,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -22,6 +24,9 @@ from inference.wire.chat_body import ResponsesIn
 from inference.wire.reply import ReplyHeader
 
 type Keep = Callable[[dict[str, Any]], Awaitable[None]]  # stores a completed response
+# A provider's opaque reasoning item (Anthropic's signed thinking block) travels to the
+# client and back as a reasoning item's encrypted_content with this prefix.
+_REASONING_PREFIX = "gateway-reasoning:"
 
 
 def echo(body: ResponsesIn) -> dict[str, Any]:
@@ -61,7 +66,7 @@ class ResponsesReply:
         self.keep = keep
 
     def body(self, header: ReplyHeader, answer: ChatResponse) -> dict[str, Any]:
-        output: list[dict[str, Any]] = []
+        output = [reasoning_item(item) for item in answer.reasoning if isinstance(item, dict)]
         if answer.text or not answer.tool_calls:
             logprobs = _token_logprobs(answer.logprobs)
             output.append(_message(_item_id("msg"), answer.text, "completed", logprobs=logprobs))
@@ -121,6 +126,11 @@ class ResponsesFrames:
                     yield frame
             elif isinstance(event, UsageReport):
                 usage = event.usage
+            elif isinstance(event, Reasoning) and isinstance(event.item, dict):
+                output.append(reasoning_item(event.item))
+                place = {"output_index": len(output) - 1, "item": output[-1]}
+                yield sequence.frame("response.output_item.added", **place)
+                yield sequence.frame("response.output_item.done", **place)
             elif isinstance(event, Finish) and not message_id and not calls:
                 message_id = _item_id("msg")  # an empty answer is one empty message
                 for frame in _message_opened(sequence, message_id, len(output)):
@@ -312,6 +322,33 @@ def _function_call(
     if (namespace := namespaces.get(call.name)) is not None:
         item["namespace"] = namespace
     return item
+
+
+def reasoning_item(block: dict[str, Any]) -> dict[str, Any]:
+    """A reasoning output item carrying a provider's reasoning block: its text as the
+    summary, the whole block (signature included) as ``encrypted_content``."""
+    packed = base64.b64encode(json.dumps(block).encode()).decode()
+    thinking = block.get("thinking")
+    return {
+        "id": _item_id("rs"),
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": thinking}] if thinking else [],
+        "encrypted_content": _REASONING_PREFIX + packed,
+        "status": "completed",
+    }
+
+
+def reasoning_block(item: dict[str, Any]) -> dict[str, Any] | None:
+    """The reasoning block a client sent back in a reasoning item the gateway made (None
+    for any other reasoning item: OpenAI's own cannot go to another provider)."""
+    content = item.get("encrypted_content")
+    if not isinstance(content, str) or not content.startswith(_REASONING_PREFIX):
+        return None
+    try:
+        block = json.loads(base64.b64decode(content.removeprefix(_REASONING_PREFIX)))
+    except ValueError:
+        return None
+    return block if isinstance(block, dict) else None
 
 
 def _item_id(prefix: str) -> str:

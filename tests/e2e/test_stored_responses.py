@@ -11,6 +11,7 @@ import openai
 import pytest
 from openai.types.responses import Response
 
+from tests.fakes.anthropic_upstream import thinking_signature
 from tests.fakes.base import FakeUpstream, Reply
 from tests.server import GatewayServer
 from tests.upstreams import FAKE_CLASSES, received, sent_tool_calls_and_results
@@ -300,3 +301,55 @@ def test_reasoning_items_returned_by_a_client_are_accepted(
         ("assistant", "Hello."),
         ("user", "Again"),
     ]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropic_thinking_goes_out_as_a_reasoning_item_and_comes_back_signed(
+    stream: bool, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    """What Codex does with store false: the reasoning item (encrypted_content) is sent
+    back with the function call's output, and Anthropic gets its signed thinking again."""
+    fake = fakes["anthropic"]
+    fake.script(
+        Reply.of_tool_calls(("get_weather", {"city": "Oslo"}), thinking="A tool knows."),
+        Reply.of_text("Cold."),
+    )
+    options: dict[str, Any] = {
+        "model": "anthropic-agent",
+        "tools": [WEATHER],
+        "reasoning": {"effort": "medium"},
+        "include": ["reasoning.encrypted_content"],
+        "store": False,
+        "safety_identifier": user_id,
+    }
+    question = [{"role": "user", "content": "Weather in Oslo?"}]
+
+    first: Response
+    if stream:
+        with client.responses.stream(input=question, **options) as events:
+            first = events.get_final_response()
+    else:
+        first = client.responses.create(input=question, **options)
+
+    assert [item.type for item in first.output] == ["reasoning", "function_call"]
+    reasoning = first.output[0]
+    assert reasoning.type == "reasoning" and reasoning.summary[0].text == "A tool knows."
+    call = first.output[1]
+    assert call.type == "function_call"
+    final = client.responses.create(
+        input=[
+            *question,
+            *[item.model_dump(exclude_none=True) for item in first.output],
+            {"type": "function_call_output", "call_id": call.call_id, "output": "-3 °C"},
+        ],
+        **options,
+    )
+
+    assert final.output_text == "Cold."
+    assistant = fake.last.body["messages"][1]
+    assert assistant["content"][0] == {
+        "type": "thinking",
+        "thinking": "A tool knows.",
+        "signature": thinking_signature("A tool knows."),
+    }
+    assert "thinking" in fake.last.body
