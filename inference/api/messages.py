@@ -39,6 +39,7 @@ async def create_message(request: InferenceRequest, payload: MessagesIn) -> Http
         request.headers.get("X-User-Id"),
         request.bound_user,
         request.headers.get("anthropic-beta"),
+        keyed=request.api_key is not None,
     )
     response = await serve(request, read.client, MessagesReply(), id_prefix="msg_")
     if read.dropped_tools:

@@ -74,8 +74,11 @@ def from_messages(
     header_user: str | None = None,
     bound_user: str | None = None,
     beta: str | None = None,
+    keyed: bool = False,
 ) -> MessagesRequest:
-    """``beta``: the client's ``anthropic-beta`` header."""
+    """``beta``: the client's ``anthropic-beta`` header. ``keyed``: an API key names the
+    user, so ``metadata.user_id`` is not read as a claim to be another one (Claude Code
+    always sends its device and session there)."""
     reject_lone_surrogates(body.model_dump(exclude_none=True))
     system, system_cache, messages = read_conversation(body)
     tools, dropped = read_tools(body.tools or [])
@@ -98,7 +101,7 @@ def from_messages(
             for key, value in metadata.items()
             if key != "user_id" and isinstance(value, str)
         },
-        user=user if isinstance(user, str) else None,
+        user=user if isinstance(user, str) and not keyed else None,
         header_user=header_user,
         bound_user=bound_user,
         stream=body.stream,

@@ -119,7 +119,10 @@ def test_the_anthropic_sdk_sends_its_key_as_x_api_key(
 
     client = anthropic.Anthropic(base_url=server.url, api_key=created["key"], max_retries=0)
     message = client.messages.create(
-        model="assistant", max_tokens=50, messages=[{"role": "user", "content": "x"}]
+        model="assistant",
+        max_tokens=50,
+        messages=[{"role": "user", "content": "x"}],
+        metadata={"user_id": '{"device_id": "d1", "session_id": "s1"}'},  # as Claude Code
     )
 
     assert message.content[0].type == "text" and message.content[0].text == "Hello over Messages."
@@ -138,6 +141,13 @@ def test_the_anthropic_sdk_sends_its_key_as_x_api_key(
         },
     }
     assert len(fakes["openai"].requests) == 1
+    history = httpx.get(
+        f"{server.url}/admin/conversations",
+        params={"user": created["user"]},
+        headers=JSON,
+        timeout=10,
+    ).json()
+    assert [row["content"] for row in history["data"]] == ["Hello over Messages.", "x"]
 
 
 def test_a_revoked_key_is_refused_within_a_second(
