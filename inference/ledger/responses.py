@@ -4,6 +4,7 @@ id only for that user, and followed back along ``previous_response_id``.
 Every function here is one unit of work on a database thread (``in_database``).
 """
 
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -15,6 +16,9 @@ KEPT_FOR = timedelta(days=30)
 PURGE_EVERY = 600.0  # seconds between two removals of expired responses
 MAX_CHAIN = 1000  # responses followed back from one previous_response_id
 _last_purge = float("-inf")
+# What a stored response's id can look like; anything else is not looked up (a NUL or
+# a lone surrogate is not even a valid query parameter everywhere).
+_RESPONSE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class ResponseNotFound(LookupError):
@@ -54,6 +58,8 @@ def keep_response(
 
 
 def stored_response(user_id: str, response_id: str, now: datetime) -> StoredResponse:
+    if not _RESPONSE_ID.fullmatch(response_id):
+        raise ResponseNotFound(response_id)
     found = StoredResponse.objects.filter(
         response_id=response_id, user_id=user_id, expires_at__gt=now
     ).first()
@@ -82,6 +88,7 @@ def conversation_before(user_id: str, response_id: str, now: datetime) -> list[d
 
 
 def delete_response(user_id: str, response_id: str, now: datetime) -> None:
+    stored_response(user_id, response_id, now)  # the same 404 for an id it cannot be
     deleted, _ = StoredResponse.objects.filter(
         response_id=response_id, user_id=user_id, expires_at__gt=now
     ).delete()

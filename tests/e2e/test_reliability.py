@@ -1,7 +1,8 @@
 """The reliability suite, on the session's real server.
 
 - Generated ``/v1`` bodies: whatever a client sends, the answer is a success or a
-  documented error status carrying the OpenAI error object; never a server error.
+  documented error status carrying the OpenAI error object (Anthropic's on
+  ``/v1/messages``); never a server error.
 - The event loop stays free: while hostile requests run (a catastrophic regex, a deep
   schema, a huge language tag, big bodies), ``/healthz`` keeps answering promptly.
 """
@@ -21,8 +22,8 @@ from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.lagprobe import LAG_BOUND_SECONDS, probing
 from tests.server import GatewayServer
 
-# The statuses /v1 documents for a request (docs/api.md).
-DOCUMENTED = {200, 400, 401, 404, 413, 429, 502, 503, 504}
+# The statuses /v1 documents for a request (docs/api.md, docs/messages.md).
+DOCUMENTED = {200, 400, 401, 404, 413, 429, 502, 503, 504, 529}
 GENERATED = settings(
     max_examples=150,
     deadline=None,
@@ -136,14 +137,65 @@ responses_bodies = (
     )
     | json_values
 )
+blocks = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(
+            ["text", "image", "document", "tool_use", "tool_result", "thinking", "robot"]
+        )
+    },
+    optional={
+        "text": texts | json_values,
+        "id": texts,
+        "name": texts,
+        "input": json_values,
+        "tool_use_id": texts,
+        "content": texts | json_values,
+        "source": json_values,
+        "cache_control": st.just({"type": "ephemeral"}) | json_values,
+    },
+)
+anthropic_messages = st.fixed_dictionaries(
+    {"role": roles, "content": texts | st.lists(blocks, max_size=3) | json_values}
+)
+messages_bodies = (
+    st.fixed_dictionaries(
+        {
+            "model": models,
+            "messages": st.lists(anthropic_messages, max_size=4),
+            "max_tokens": st.integers() | json_values,
+        },
+        optional={
+            "system": texts | st.lists(blocks, max_size=2) | json_values,
+            "metadata": st.fixed_dictionaries({"user_id": texts}) | json_values,
+            "tools": st.lists(
+                st.fixed_dictionaries({"name": texts}, optional={"input_schema": schemas}),
+                max_size=2,
+            )
+            | json_values,
+            "tool_choice": json_values,
+            "thinking": json_values,
+            "top_k": st.integers() | json_values,
+            "stop_sequences": json_values,
+            "stream": st.booleans(),
+        },
+    )
+    | json_values
+)
 
 
-def assert_in_contract(response: httpx.Response) -> None:
+def assert_in_contract(response: httpx.Response, path: str) -> None:
     assert response.status_code in DOCUMENTED, (response.status_code, response.text[:500])
     if response.status_code == 200:
         assert '"server_error"' not in response.text, response.text[:500]
+        assert '"api_error"' not in response.text, response.text[:500]
         return
     assert response.headers["content-type"].startswith("application/json"), response.text[:500]
+    if path.startswith("/v1/messages"):
+        assert response.json()["type"] == "error", response.text[:500]
+        error = response.json()["error"]
+        assert set(error) == {"type", "message"}, error
+        assert error["type"] != "api_error" or response.status_code in (502, 503, 504), error
+        return
     error = response.json()["error"]
     assert set(error) == {"type", "message", "code", "param"}, error
     assert error["type"] != "server_error", error
@@ -157,8 +209,12 @@ def send(client: httpx.Client, path: str, body: Any) -> httpx.Response:
 
 @pytest.mark.parametrize(
     ("path", "bodies"),
-    [("/v1/chat/completions", chat_bodies), ("/v1/responses", responses_bodies)],
-    ids=["chat", "responses"],
+    [
+        ("/v1/chat/completions", chat_bodies),
+        ("/v1/responses", responses_bodies),
+        ("/v1/messages", messages_bodies),
+    ],
+    ids=["chat", "responses", "messages"],
 )
 def test_generated_bodies_get_a_documented_status_and_never_a_server_error(
     gateway: GatewayServer, openai_fake: OpenAIUpstream, path: str, bodies: Any
@@ -169,7 +225,7 @@ def test_generated_bodies_get_a_documented_status_and_never_a_server_error(
         @GENERATED
         @given(body=bodies)
         def check(body: Any) -> None:
-            assert_in_contract(send(client, path, body))
+            assert_in_contract(send(client, path, body), path)
 
         check()
     assert "Traceback" not in gateway.log()[logged:]

@@ -353,3 +353,20 @@ def test_anthropic_thinking_goes_out_as_a_reasoning_item_and_comes_back_signed(
         "signature": thinking_signature("A tool knows."),
     }
     assert "thinking" in fake.last.body
+
+
+@pytest.mark.parametrize("previous", ["resp_\ud800", "resp_\x00", "x" * 300, "a/b"])
+def test_a_previous_response_id_that_cannot_be_an_id_is_not_found(
+    gateway: GatewayServer, openai_fake: FakeUpstream, previous: str
+) -> None:
+    body = {"model": "openai-agent", "input": "Hi", "user": "u", "previous_response_id": previous}
+
+    response = httpx.post(
+        f"{gateway.url}/v1/responses",
+        content=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+
+    assert response.status_code == 404, response.text
+    assert response.json()["error"]["code"] == "previous_response_not_found"
+    assert "Traceback" not in "".join(gateway.log()[-20:])
