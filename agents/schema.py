@@ -245,10 +245,23 @@ class TelemetryConfig(Finite):
     retention_days: float = Field(default=7, gt=0)
 
 
+class EmbedderConfig(Section):
+    """A model that turns text into vectors (``POST /v1/embeddings``, docs/embeddings.md),
+    on an OpenAI-format provider, Gemini or Cohere."""
+
+    name: str
+    provider: str
+    model: str
+    dimensions: int | None = Field(
+        default=None, ge=1, description="Asked of the provider where it takes it."
+    )
+
+
 class Config(Section):
     default_user_id: str | None = None
     providers: dict[str, ProviderConfig]
     agents: list[AgentConfig]
+    embedders: list[EmbedderConfig] = []
     judges: list[JudgeConfig] = []
     experiments: list[ExperimentConfig] = []
     mcp: dict[str, McpServerConfig] = {}
@@ -282,3 +295,6 @@ class Config(Section):
 
     def judge(self, name: str) -> JudgeConfig | None:
         return next((judge for judge in self.judges if judge.name == name), None)
+
+    def embedder(self, name: str) -> EmbedderConfig | None:
+        return next((embedder for embedder in self.embedders if embedder.name == name), None)

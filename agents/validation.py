@@ -13,6 +13,7 @@ from agents.schema import (
     AgentConfig,
     AuthScope,
     Config,
+    EmbedderConfig,
     ExperimentConfig,
     JudgeConfig,
 )
@@ -30,6 +31,7 @@ def cross_validate(config: Config) -> list[str]:
         *_check_mcp(config),
         *_check_auth(config),
         *_check_pricing(config),
+        *_check_embedders(config),
     ]
 
 
@@ -51,10 +53,13 @@ _NAME_RULE = (
 
 
 def _check_names(config: Config) -> Iterator[str]:
-    named: tuple[tuple[str, Sequence[AgentConfig | JudgeConfig | ExperimentConfig]], ...] = (
+    named: tuple[
+        tuple[str, Sequence[AgentConfig | JudgeConfig | ExperimentConfig | EmbedderConfig]], ...
+    ] = (
         ("agents", config.agents),
         ("judges", config.judges),
         ("experiments", config.experiments),
+        ("embedders", config.embedders),
     )
     for section, items in named:
         seen: set[str] = set()
@@ -75,6 +80,13 @@ def _check_names(config: Config) -> Iterator[str]:
             yield (
                 f"experiments[{index}].name: '{experiment.name}' is already an agent name "
                 "(agents and experiments share one namespace)"
+            )
+    models = agent_names | {experiment.name for experiment in config.experiments}
+    for index, embedder in enumerate(config.embedders):
+        if embedder.name in models:
+            yield (
+                f"embedders[{index}].name: '{embedder.name}' is already an agent or experiment "
+                "name (all three are models of /v1/models)"
             )
 
 
@@ -296,3 +308,19 @@ def _check_auth(config: Config) -> Iterator[str]:
             for field in _REQUIRED_AUTH_FIELDS[method]:
                 if not getattr(settings, field).strip():
                     yield f"{path}.{method}.{field}: must not be blank"
+
+
+# The provider kinds that serve embeddings, and where (inference.providers).
+EMBEDDING_KINDS = ("openai", "groq", "deepseek", "gemini", "cohere")
+
+
+def _check_embedders(config: Config) -> Iterator[str]:
+    for index, embedder in enumerate(config.embedders):
+        path = f"embedders[{index}].provider"
+        if embedder.provider not in config.providers:
+            yield f"{path}: provider '{embedder.provider}' is not configured"
+        elif (kind := config.provider_kind(embedder.provider)) not in EMBEDDING_KINDS:
+            yield (
+                f"{path}: provider '{embedder.provider}' is of kind {kind}, which serves no "
+                f"embeddings (the kinds that do: {', '.join(EMBEDDING_KINDS)})"
+            )

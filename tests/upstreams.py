@@ -75,6 +75,9 @@ def _parts_text(parts: list[dict[str, Any]]) -> str:
     return "".join(part.get("text", "") for part in parts)
 
 
+EMBEDDING_KINDS = ("openai", "gemini", "cohere")  # one per wire format that embeds
+
+
 def shared_config(upstreams: dict[str, FakeUpstream]) -> str:
     """One agent per provider kind. Calls are not tried again (``retries.attempts: 0``), so
     a failure a test scripts is the one the client sees; test_resilience tries again."""
@@ -95,6 +98,11 @@ def shared_config(upstreams: dict[str, FakeUpstream]) -> str:
         ]
     lines += [
         "  - {name: stateless-agent, provider: openai, model: stateless-model, history: false}",
+        "embedders:",
+        *(
+            f"  - {{name: {kind}-embedder, provider: {kind}, model: {kind}-embedding-1}}"
+            for kind in EMBEDDING_KINDS
+        ),
         "experiments:",
         "  - name: openai-experiment",
         "    strategy: split",

@@ -13,6 +13,7 @@ from ninja.parser import Parser
 
 from inference.api.body_errors import body_error
 from inference.api.context import InferenceRequest
+from inference.api.embeddings import router as embeddings_router
 from inference.api.messages import router as messages_router
 from inference.api.responses import router as responses_router
 from inference.api.serve import json_response, serve
@@ -47,7 +48,8 @@ async def list_models(request: InferenceRequest) -> HttpResponse:
     holder = request.runtime.holder
     config = live_config(holder.config, holder.problems)
     key = request.api_key
-    names = [agent.name for agent in config.agents if key is None or key.allows(agent.name)]
+    served = [*(agent.name for agent in config.agents), *(e.name for e in config.embedders)]
+    names = [name for name in served if key is None or key.allows(name)]
     return json_response({"object": "list", "data": [_model(name) for name in names]})
 
 
@@ -56,7 +58,7 @@ async def retrieve_model(request: InferenceRequest, model_id: str) -> HttpRespon
     """An agent or an experiment (experiments are valid models, only not listed)."""
     holder = request.runtime.holder
     config = live_config(holder.config, holder.problems)
-    if config.agent(model_id) is None and config.experiment(model_id) is None:
+    if not any(find(model_id) for find in (config.agent, config.experiment, config.embedder)):
         raise ApiError(
             404, f"The model '{model_id}' does not exist", param="model", code="model_not_found"
         )
@@ -79,6 +81,7 @@ async def chat_completions(
 
 api.add_router("/responses", responses_router)
 api.add_router("/messages", messages_router)
+api.add_router("/embeddings", embeddings_router)
 
 
 @api.exception_handler(ApiError)

@@ -16,7 +16,15 @@ from core import fastjson
 from core.traceparent import outgoing_headers
 from core.upstreamclock import upstream_wait
 from inference.providers.toolnames import ToolNameRule
-from inference.providers.types import ChatRequest, ChatResponse, Finish, StreamEvent, Usage
+from inference.providers.types import (
+    ChatRequest,
+    ChatResponse,
+    EmbeddingRequest,
+    Embeddings,
+    Finish,
+    StreamEvent,
+    Usage,
+)
 
 # Upstream statuses worth another try: the request may succeed as it is a moment later.
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -110,6 +118,28 @@ class Provider:
 
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         raise NotImplementedError
+
+    async def embed(self, request: EmbeddingRequest) -> Embeddings:
+        """Vectors of the texts; a reply the module cannot read is a 502."""
+        try:
+            embeddings = await self.embed_once(request)
+        except _UNREADABLE as error:
+            raise self._unreadable(error) from error
+        if len(embeddings.vectors) != len(request.texts):
+            raise ProviderError(
+                502,
+                f"{self.name} returned {len(embeddings.vectors)} vectors for "
+                f"{len(request.texts)} texts",
+            )
+        return embeddings
+
+    async def embed_once(self, request: EmbeddingRequest) -> Embeddings:
+        raise ProviderError(
+            400,
+            f"{self.name} ({self.kind}) serves no embeddings",
+            code="unsupported_model",
+            error_type="invalid_request_error",
+        )
 
     def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
         raise NotImplementedError

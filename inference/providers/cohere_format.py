@@ -12,6 +12,8 @@ from inference.providers.toolnames import COHERE_NAMES
 from inference.providers.types import (
     ChatRequest,
     ChatResponse,
+    EmbeddingRequest,
+    Embeddings,
     Finish,
     FinishReason,
     Message,
@@ -49,6 +51,20 @@ class CohereProvider(Provider):
     def headers(self) -> dict[str, str]:
         key = self.settings.api_key
         return {"Authorization": f"Bearer {key}"} if key else {}
+
+    async def embed_once(self, request: EmbeddingRequest) -> Embeddings:
+        body: dict[str, Any] = {
+            "model": request.model,
+            "texts": list(request.texts),
+            "input_type": "search_query" if request.purpose == "query" else "search_document",
+            "embedding_types": ["float"],
+        }
+        if request.dimensions is not None:
+            body["output_dimension"] = request.dimensions
+        answer = await self.post_json(f"{self.base_url}/v2/embed", body)
+        vectors = tuple(tuple(float(x) for x in row) for row in answer["embeddings"]["float"])
+        billed = ((answer.get("meta") or {}).get("billed_units") or {}).get("input_tokens")
+        return Embeddings(vectors, None if billed is None else int(billed))
 
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         body = await self.post_json(self.url, encode_request(request, stream=False))

@@ -25,6 +25,8 @@ from inference.providers.types import (
     Block,
     ChatRequest,
     ChatResponse,
+    EmbeddingRequest,
+    Embeddings,
     Finish,
     FinishReason,
     Message,
@@ -63,6 +65,24 @@ class GeminiProvider(Provider):
 
     def headers(self) -> dict[str, str]:
         return {"x-goog-api-key": self.settings.api_key}
+
+    async def embed_once(self, request: EmbeddingRequest) -> Embeddings:
+        model = f"models/{request.model.removeprefix('models/')}"
+        task = "RETRIEVAL_QUERY" if request.purpose == "query" else "RETRIEVAL_DOCUMENT"
+        requests = []
+        for text in request.texts:
+            one: dict[str, Any] = {
+                "model": model,
+                "content": {"parts": [{"text": text}]},
+                "taskType": task,
+            }
+            if request.dimensions is not None:
+                one["outputDimensionality"] = request.dimensions
+            requests.append(one)
+        url = self.model_url(request.model, "batchEmbedContents")
+        answer = await self.post_json(url, {"requests": requests})
+        vectors = tuple(tuple(float(x) for x in item["values"]) for item in answer["embeddings"])
+        return Embeddings(vectors, None)  # Gemini reports no usage for embeddings
 
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         url = self.model_url(request.model, "generateContent")

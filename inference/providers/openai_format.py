@@ -8,6 +8,8 @@ from inference.providers.toolnames import LETTERS_DIGITS_DASHES
 from inference.providers.types import (
     ChatRequest,
     ChatResponse,
+    EmbeddingRequest,
+    Embeddings,
     Finish,
     FinishReason,
     Image,
@@ -51,6 +53,22 @@ class OpenAIFormatProvider(Provider):
         # A self-hosted server may need no key: no header rather than an empty one.
         key = self.settings.api_key
         return {"Authorization": f"Bearer {key}"} if key else {}
+
+    async def embed_once(self, request: EmbeddingRequest) -> Embeddings:
+        body: dict[str, Any] = {
+            "model": request.model,
+            "input": list(request.texts),
+            "encoding_format": "float",
+        }
+        if request.dimensions is not None:
+            body["dimensions"] = request.dimensions
+        answer = await self.post_json(f"{self.base_url}/embeddings", body)
+        rows = sorted(answer["data"], key=lambda row: row["index"])
+        tokens = (answer.get("usage") or {}).get("prompt_tokens")
+        return Embeddings(
+            tuple(tuple(float(x) for x in row["embedding"]) for row in rows),
+            None if tokens is None else int(tokens),
+        )
 
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         body = await self.post_json(self.url, encode_request(request, stream=False))

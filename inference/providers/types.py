@@ -236,6 +236,22 @@ class Finish:
 
 
 @dataclass(frozen=True)
+class EmbeddingRequest:
+    model: str
+    texts: tuple[str, ...]
+    dimensions: int | None = None
+    # What the vectors are for, where the provider asks (Cohere's input_type, Gemini's
+    # taskType): texts to be searched, or a query searching them.
+    purpose: Literal["document", "query"] = "document"
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    vectors: tuple[tuple[float, ...], ...]  # one per text, in order
+    prompt_tokens: int | None  # the provider's count (None: it gives none)
+
+
+@dataclass(frozen=True)
 class UsageReport:
     usage: Usage
 

@@ -32,6 +32,8 @@ providers:
 agents:
   - {{name: assistant, provider: openai, model: priced}}
   - {{name: other, provider: openai, model: priced}}
+embedders:
+  - {{name: embedder, provider: openai, model: priced}}
 pricing:
   "openai/priced": {{input: 1000, output: 1000}}
 budgets:
@@ -184,7 +186,26 @@ def test_a_key_limited_to_agents_sees_and_calls_only_those(
     with pytest.raises(openai.PermissionDeniedError) as refused:
         say(client, model="other")
     assert refused.value.code == "model_not_allowed"
+    with pytest.raises(openai.PermissionDeniedError):
+        client.embeddings.create(model="embedder", input="x")
     assert fakes["openai"].requests == []
+
+
+def test_embeddings_are_paid_by_the_key_and_refused_once_its_budget_is_spent(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    created = mint(server, budget_usd=0.005)
+    client = sdk(server, created["key"])
+    words = " ".join(["word"] * 6)  # the fake counts one token a word: 0.006 USD
+
+    client.embeddings.create(model="embedder", input=words)
+    shown = httpx.get(f"{server.url}/admin/keys/{created['id']}", headers=JSON, timeout=10)
+    assert shown.json()["spent_usd"] == pytest.approx(0.006)
+    with pytest.raises(openai.RateLimitError) as refused:
+        client.embeddings.create(model="embedder", input=words)
+
+    assert refused.value.code == "insufficient_quota"
+    assert len(fakes["openai"].requests) == 1
 
 
 def test_a_spent_budget_refuses_before_any_upstream_call(

@@ -7,9 +7,12 @@ dropped connection) with ``Reply`` objects and reads back what the gateway sent 
 
 import contextlib
 import json
+import math
+import re
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -135,6 +138,8 @@ class FakeUpstream:
             for matches, reply in self._rules:
                 if matches(recorded):
                     return reply
+            if self.is_embedding(recorded):  # never takes a scripted chat reply
+                return Reply(raw_body=self.render_embeddings(recorded))
             return self._script.pop(0) if self._script else self.default_reply(recorded)
 
     def default_reply(self, recorded: Recorded) -> Reply:
@@ -145,6 +150,13 @@ class FakeUpstream:
 
     # Wire format: implemented by each provider's fake.
     def is_stream(self, recorded: Recorded) -> bool:
+        raise NotImplementedError
+
+    def is_embedding(self, recorded: Recorded) -> bool:
+        """Whether the call asks for embeddings (answered with ``fake_vector``s)."""
+        return False
+
+    def render_embeddings(self, recorded: Recorded) -> Any:
         raise NotImplementedError
 
     def render_json(self, reply: Reply, recorded: Recorded) -> Any:
@@ -243,6 +255,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
+
+
+def fake_vector(text: str, dimensions: int = 64) -> list[float]:
+    """A deterministic unit vector in which texts that share words are close: each word
+    (lower-cased letters and digits) adds one to a bucket chosen by its CRC-32."""
+    vector = [0.0] * dimensions
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        vector[zlib.crc32(word.encode()) % dimensions] += 1.0
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
 
 
 def sse(payload: Any, event: str | None = None) -> bytes:

@@ -5,7 +5,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from tests.fakes.base import FakeUpstream, Recorded, Reply, sse
+from tests.fakes.base import FakeUpstream, Recorded, Reply, fake_vector, sse
 from tests.fakes.openai_upstream import tool_calls_json, unanswered_tool_calls
 
 TOOL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -17,7 +17,24 @@ TOOL_PLAN = "I will call the tools."
 class CohereUpstream(FakeUpstream):
     def next_reply(self, recorded: Recorded) -> Reply:
         reply = super().next_reply(recorded)
+        if self.is_embedding(recorded):
+            return reply
         return _rejection(recorded) or reply
+
+    def is_embedding(self, recorded: Recorded) -> bool:
+        return recorded.path == "/v2/embed"
+
+    def render_embeddings(self, recorded: Recorded) -> dict[str, Any]:
+        """Cohere v2's embed answer (``embeddings.float``, billed input tokens)."""
+        body = recorded.body
+        size = body.get("output_dimension") or 64
+        texts = body["texts"]
+        return {
+            "id": "embed_fake",
+            "texts": texts,
+            "embeddings": {"float": [fake_vector(text, size) for text in texts]},
+            "meta": {"billed_units": {"input_tokens": sum(len(t.split()) for t in texts)}},
+        }
 
     def is_stream(self, recorded: Recorded) -> bool:
         return bool(isinstance(recorded.body, dict) and recorded.body.get("stream"))

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from tests.fakes.base import FakeUpstream, Recorded, Reply, sse
+from tests.fakes.base import FakeUpstream, Recorded, Reply, fake_vector, sse
 
 TOOL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}")
 _FINISH_REASONS = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS"}
@@ -37,7 +37,21 @@ ISSUED_SIGNATURES = {thought_signature(index) for index in range(16)} | {
 class GeminiUpstream(FakeUpstream):
     def next_reply(self, recorded: Recorded) -> Reply:
         reply = super().next_reply(recorded)
+        if self.is_embedding(recorded):
+            return reply
         return _rejection(recorded) or reply
+
+    def is_embedding(self, recorded: Recorded) -> bool:
+        return recorded.path.endswith(":batchEmbedContents")
+
+    def render_embeddings(self, recorded: Recorded) -> dict[str, Any]:
+        """Gemini's batchEmbedContents answer: values only, no usage."""
+        embeddings = []
+        for request in recorded.body["requests"]:
+            text = "".join(part.get("text", "") for part in request["content"]["parts"])
+            size = request.get("outputDimensionality") or 64
+            embeddings.append({"values": fake_vector(text, size)})
+        return {"embeddings": embeddings}
 
     def is_stream(self, recorded: Recorded) -> bool:
         return recorded.path.endswith(":streamGenerateContent")

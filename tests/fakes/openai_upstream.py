@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from tests.fakes.base import FakeUpstream, Recorded, Reply, sse
+from tests.fakes.base import FakeUpstream, Recorded, Reply, fake_vector, sse
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
@@ -24,11 +24,34 @@ class OpenAIUpstream(FakeUpstream):
 
     def next_reply(self, recorded: Recorded) -> Reply:
         reply = super().next_reply(recorded)
+        if self.is_embedding(recorded):
+            return reply
         return _rejection(recorded) or reply
 
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
+
+    def is_embedding(self, recorded: Recorded) -> bool:
+        return recorded.path.endswith("/embeddings")
+
+    def render_embeddings(self, recorded: Recorded) -> dict[str, Any]:
+        """OpenAI's embeddings list; ``dimensions`` honoured; tokens: one per word."""
+        body = recorded.body
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        size = body.get("dimensions") or 64
+        return {
+            "object": "list",
+            "data": [
+                {"object": "embedding", "index": index, "embedding": fake_vector(text, size)}
+                for index, text in enumerate(texts)
+            ],
+            "model": body["model"],
+            "usage": {
+                "prompt_tokens": sum(len(text.split()) for text in texts),
+                "total_tokens": sum(len(text.split()) for text in texts),
+            },
+        }
 
     def is_stream(self, recorded: Recorded) -> bool:
         return bool(isinstance(recorded.body, dict) and recorded.body.get("stream"))

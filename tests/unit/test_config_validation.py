@@ -401,6 +401,34 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         _set("experiments.0.strategy", "roulette"),
         "experiments[0].strategy: input should be 'split', 'shadow' or 'bandit'",
     ),
+    (
+        "embedder named like an agent",
+        _set("embedders", [{"name": "support", "provider": "openai", "model": "e"}]),
+        "embedders[0].name: 'support' is already an agent or experiment name "
+        "(all three are models of /v1/models)",
+    ),
+    (
+        "embedder on an unknown provider",
+        _set("embedders", [{"name": "embed", "provider": "mistral", "model": "e"}]),
+        "embedders[0].provider: provider 'mistral' is not configured",
+    ),
+    (
+        "embedder on a kind without embeddings",
+        _set("embedders", [{"name": "embed", "provider": "anthropic", "model": "e"}]),
+        "embedders[0].provider: provider 'anthropic' is of kind anthropic, which serves no "
+        "embeddings (the kinds that do: openai, groq, deepseek, gemini, cohere)",
+    ),
+    (
+        "duplicate embedder name",
+        _set(
+            "embedders",
+            [
+                {"name": "embed", "provider": "openai", "model": "a"},
+                {"name": "embed", "provider": "openai", "model": "b"},
+            ],
+        ),
+        "embedders[1].name: duplicate name 'embed'",
+    ),
 ]
 
 

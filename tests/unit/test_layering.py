@@ -61,6 +61,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "telemetry",
         ),
         "engine": ("background", "ledger", "providers", "routing", "telemetry", "tools"),
+        "memory": ("ledger", "models", "providers"),
         "turn": (
             "engine",
             "errors",
@@ -73,7 +74,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "tools",
             "wire",
         ),
-        "api": ("engine", "errors", "ledger", "providers", "telemetry", "turn", "wire"),
+        "api": ("engine", "errors", "ledger", "memory", "providers", "telemetry", "turn", "wire"),
         "migrations": (),
         "management": ("ledger",),
     },
