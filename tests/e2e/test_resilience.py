@@ -78,7 +78,7 @@ def config_text(upstreams: dict[str, FakeUpstream], extra: dict[str, FakeUpstrea
             f" the ACME assistant., fallbacks: [{{provider: anthropic, model: claude-{n}}}]}}"
             for n in range(1, 5)
         ),
-        "  - {name: breaker, provider: openai-dead, model: gpt-b, weight: 100,"
+        "  - {name: breaker, provider: openai-dead, model: gpt-b, weight: 100000,"
         " deployments: [{provider: openai-spare, model: gpt-b}]}",
         "  - {name: slow, provider: openai-slow, model: gpt-s, fallbacks: [{provider: openai-eu, model: gpt-quick}]}",
         "  - {name: boss, provider: openai, model: gpt-boss, subagents: [helper]}",
@@ -280,7 +280,8 @@ def test_a_dead_deployment_is_skipped_once_its_circuit_opens_and_probed_after_co
     dead = ends["openai-dead"]
     dead.answer_when(lambda recorded: True, Reply.of_error(503, "dead"))
 
-    for _ in range(3):  # the dead one is picked first (weight 100), fails, the spare answers
+    # The dead one is picked first (weight 100000 to 1), fails, the spare answers.
+    for _ in range(3):
         assert ask(server, "breaker").headers["x-gateway-upstream"] == "openai-spare/gpt-b"
     assert len(dead.requests) == 3
     opened = time.monotonic()
