@@ -108,6 +108,20 @@ class Served(Section):
     fallbacks: list[FallbackConfig] = []
 
 
+class MemoryConfig(Section):
+    """An agent's long-term memory of each user (docs/memory.md)."""
+
+    embedder: str = Field(description="The embedder of the memories' vectors.")
+    recall: int = Field(default=5, ge=1, description="Memories recalled before a turn.")
+    max_tokens: int = Field(default=800, ge=1, description="The most the recalled list may use.")
+    extractor: str | None = Field(
+        default=None, description="The agent that picks the facts to keep (none: keep none)."
+    )
+    dedup: float = Field(
+        default=0.9, gt=0, le=1, description="Similarity at or above which a fact is known."
+    )
+
+
 class AgentConfig(Served):
     name: str
     preamble: str = ""
@@ -115,6 +129,7 @@ class AgentConfig(Served):
     judges: list[str] = []
     subagents: list[str] = []
     mcp_tools: list[McpToolsRef] = []
+    memory: MemoryConfig | None = None
     history: bool = Field(
         default=True, description="Our extension: false = nothing replayed or stored."
     )

@@ -32,6 +32,7 @@ def cross_validate(config: Config) -> list[str]:
         *_check_auth(config),
         *_check_pricing(config),
         *_check_embedders(config),
+        *_check_memory(config),
     ]
 
 
@@ -312,6 +313,20 @@ def _check_auth(config: Config) -> Iterator[str]:
 
 # The provider kinds that serve embeddings, and where (inference.providers).
 EMBEDDING_KINDS = ("openai", "groq", "deepseek", "gemini", "cohere")
+
+
+def _check_memory(config: Config) -> Iterator[str]:
+    embedders = {embedder.name for embedder in config.embedders}
+    agents = {agent.name for agent in config.agents}
+    for index, agent in enumerate(config.agents):
+        memory = agent.memory
+        if memory is None:
+            continue
+        path = f"agents[{index}].memory"
+        if memory.embedder not in embedders:
+            yield f"{path}.embedder: embedder '{memory.embedder}' is not defined"
+        if memory.extractor is not None and memory.extractor not in agents:
+            yield f"{path}.extractor: agent '{memory.extractor}' is not defined"
 
 
 def _check_embedders(config: Config) -> Iterator[str]:

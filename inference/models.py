@@ -203,3 +203,22 @@ class StoredResponse(models.Model):
             models.Index(fields=["user_id", "created_at"], name="responses_by_user"),
             models.Index(fields=["expires_at"], name="responses_by_expiry"),
         ]
+
+
+class Memory(models.Model):
+    """A durable fact an agent keeps about one user (docs/memory.md), with its vector
+    from one embedder (float32 bytes). ``source`` is the completion id it was extracted
+    from; empty when added by hand."""
+
+    user_id = models.CharField(max_length=255)
+    agent = models.CharField(max_length=255)
+    text = models.TextField()
+    embedder = models.CharField(max_length=255)
+    vector = models.BinaryField()
+    created_at = models.DateTimeField(default=timezone.now)
+    source = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user_id", "agent", "embedder", "id"], name="memories_lookup")
+        ]

@@ -105,9 +105,9 @@ def reserve(
     if not caps and limited_key is None:
         return None
     with transaction.atomic():
-        _lock(f"budget:{user_id}")
+        lock_until_commit(f"budget:{user_id}")
         if limited_key is not None:
-            _lock(f"key:{limited_key.id}")
+            lock_until_commit(f"key:{limited_key.id}")
         BudgetReservation.objects.filter(user_id=user_id, expires_at__lte=now).delete()
         check_budgets(user_id, caps, now)
         if limited_key is not None:
@@ -127,9 +127,9 @@ def release(reservation: int) -> None:
     BudgetReservation.objects.filter(id=reservation).delete()
 
 
-def _lock(name: str) -> None:
-    """Serialize budget checks of one user (or key) across processes until the
-    transaction ends."""
+def lock_until_commit(name: str) -> None:
+    """Serialize the transactions that take the lock ``name`` (a user's or a key's budget
+    checks, a user's memory writes) across processes until the transaction ends."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [name])

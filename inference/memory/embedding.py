@@ -21,7 +21,9 @@ class Embedded:
 
 @dataclass(frozen=True)
 class EmbeddingBill:
-    """One embedding call's ledger row, and the budget reservation it replaces."""
+    """One embedding call's ledger row, and the budget reservation it replaces. A call of
+    ``/v1/embeddings`` is billed to the user under the embedder's name (``kind`` "turn");
+    one of an agent's memory to the agent (``kind`` "memory", outside the user's budget)."""
 
     user_id: str
     embedder: EmbedderConfig
@@ -30,6 +32,8 @@ class EmbeddingBill:
     now: datetime
     key_id: int | None = None
     reservation: int | None = None
+    agent: str | None = None  # None: the embedder's name
+    kind: str = "turn"
 
 
 async def embed(
@@ -60,7 +64,8 @@ def record_embeddings(bills: list[EmbeddingBill]) -> None:
     LedgerEntry.objects.bulk_create(
         LedgerEntry(
             user_id=bill.user_id,
-            agent=bill.embedder.name,
+            agent=bill.agent or bill.embedder.name,
+            kind=bill.kind,
             provider=bill.embedder.provider,
             model=bill.embedder.model,
             completion_id=bill.call_id,

@@ -26,6 +26,7 @@ from inference.ledger.history import load_history
 from inference.ledger.keys import KeyGrant
 from inference.ledger.prices import price_of
 from inference.ledger.tokens import estimate_tokens
+from inference.memory.recall import Recall, recall
 from inference.providers.types import ChatRequest, Message, Usage
 from inference.routing.deployments import Route, route_of
 from inference.routing.experiments import Arm, Routing, bandit_arms, route
@@ -189,6 +190,9 @@ async def _turn(
     log.completion_id = f"{id_prefix}{uuid.uuid4().hex}"
     history = stored.history if routing.agent.history else []
     setting = Setting(client, options, tuple(history), stored.exchanges)
+    memories = Recall()
+    if routing.agent.memory is not None and options.history and routing.agent.history:
+        memories = await recall(routing.agent, user_id, client.user_text, config, engine)
     return Turn(
         completion_id=log.completion_id,
         created=int(time.time()),
@@ -196,7 +200,7 @@ async def _turn(
         requested_model=client.model,
         routing=routing,
         setting=setting,
-        call=await agent_call(routing.agent, setting, config, engine),
+        call=await agent_call(routing.agent, setting, config, engine, memories.prompt),
         user_text=client.user_text,
         include_usage=client.include_usage,
         reservation=stored.reservation,
@@ -204,16 +208,17 @@ async def _turn(
 
 
 async def agent_call(
-    agent: AgentConfig, setting: Setting, config: Config, engine: Engine
+    agent: AgentConfig, setting: Setting, config: Config, engine: Engine, memories: str = ""
 ) -> AgentCall:
-    """``agent``'s request for the turn: its preamble, its tools and the client's, the
-    conversation with the tool names its provider knows."""
+    """``agent``'s request for the turn: its preamble, what it remembers of the user
+    (``memories``), its tools and the client's, the conversation with the tool names its
+    provider knows."""
     client = setting.client
     route = route_of(agent)
     toolbox = await build_toolbox(agent, config, engine.mcp, client.tools, route.tool_names(config))
     own = tuple(toolbox.to_provider(message) for message in client.messages)
     conversation = [*setting.history, *with_exchanges(own, setting.exchanges)]
-    request = build_chat_request(agent, client, setting.options, conversation, toolbox)
+    request = build_chat_request(agent, client, setting.options, conversation, toolbox, memories)
     return AgentCall(agent, route, toolbox, request)
 
 

@@ -1,7 +1,7 @@
 """The neutral provider request of a turn (docs/api.md, "System prompt").
 
-System prompt order: agent preamble, language instruction, the request's own system
-messages, structured-output instruction. The conversation comes ready: stored history
+System prompt order: agent preamble, what the agent remembers of the user (docs/memory.md),
+language instruction, the request's own system messages, structured-output instruction. The conversation comes ready: stored history
 (if any), then the request's messages with the tool names the provider knows.
 """
 
@@ -19,8 +19,9 @@ def build_chat_request(
     options: RequestOptions,
     conversation: list[Message],
     toolbox: Toolbox,
+    memories: str = "",
 ) -> ChatRequest:
-    system_parts = [agent.preamble]
+    system_parts = [agent.preamble, memories]
     if options.language is not None:
         system_parts.append(language_instruction(options.language))
     system_parts.extend(client.system)

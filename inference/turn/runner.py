@@ -24,6 +24,7 @@ from inference.ledger.budgets import admit_within_turn
 from inference.ledger.database import in_database
 from inference.ledger.prices import priced
 from inference.ledger.tokens import estimate_tokens
+from inference.memory.extraction import TurnToLearn, extract_memories
 from inference.providers.base import ProviderError
 from inference.providers.types import (
     ChatResponse,
@@ -237,6 +238,12 @@ class TurnRunner:
             (f"shadow {shadow.name}", partial(run_shadow, shadow, turn, config, engine, span))
             for shadow in routing.shadows
         ]
+        memory = turn.agent.memory
+        if memory is not None and memory.extractor and turn.remembers and answer.text:
+            exchange = TurnToLearn(
+                turn.completion_id, turn.user_id, turn.agent, turn.user_text, answer.text
+            )
+            work.append(("remember", partial(extract_memories, exchange, config, engine, span)))
         if loop.exchange is not None:
             work.append(("expire tool exchanges", partial(_expire_exchanges)))
 

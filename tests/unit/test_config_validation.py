@@ -121,6 +121,14 @@ def _rename_bandit_experiment_after_a_new_agent(data: dict[str, Any]) -> None:
     data["experiments"][2]["name"] = "solo"
 
 
+def _with_memory(memory: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    def change(data: dict[str, Any]) -> None:
+        data["embedders"] = [{"name": "embed", "provider": "openai", "model": "m"}]
+        data["agents"][0]["memory"] = memory
+
+    return change
+
+
 def _empty_rubrics_without_the_bandit(data: dict[str, Any]) -> None:
     data["judges"][0]["rubrics"] = {}
     data["experiments"].pop()  # its metric would name a criterion that no longer exists
@@ -417,6 +425,26 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         _set("embedders", [{"name": "embed", "provider": "anthropic", "model": "e"}]),
         "embedders[0].provider: provider 'anthropic' is of kind anthropic, which serves no "
         "embeddings (the kinds that do: openai, groq, deepseek, gemini, cohere)",
+    ),
+    (
+        "memory with an unknown embedder",
+        _set("agents.0.memory", {"embedder": "nope"}),
+        "agents[0].memory.embedder: embedder 'nope' is not defined",
+    ),
+    (
+        "memory with an unknown extractor",
+        _with_memory({"embedder": "embed", "extractor": "ghost"}),
+        "agents[0].memory.extractor: agent 'ghost' is not defined",
+    ),
+    (
+        "memory recall below 1",
+        _set("agents.0.memory", {"embedder": "x", "recall": 0}),
+        "agents[0].memory.recall: input should be greater than or equal to 1",
+    ),
+    (
+        "memory dedup above 1",
+        _set("agents.0.memory", {"embedder": "x", "dedup": 1.5}),
+        "agents[0].memory.dedup: input should be less than or equal to 1",
     ),
     (
         "duplicate embedder name",

@@ -1,0 +1,189 @@
+"""After a reply, in the background: the agent's ``memory.extractor`` picks the durable
+facts of the exchange, and those the user's memories do not already hold are kept
+(docs/memory.md). Nothing here reaches the user's request: failures are logged."""
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents.schema import AgentConfig, Config
+from inference.engine import Engine
+from inference.ledger.budgets import lock_until_commit
+from inference.ledger.database import in_database
+from inference.memory.embedding import EmbeddingBill, embed, record_embeddings
+from inference.memory.recall import logged_failure
+from inference.memory.store import add_memories, shelf
+from inference.models import LedgerEntry
+from inference.providers.types import ChatRequest, Message, ResponseFormat, Usage
+from inference.routing.deployments import route_of
+from inference.structured.response_format import structured_output_instruction
+from inference.telemetry.spans import NO_SPAN, Span
+from inference.tools.bounds import TurnBounds
+from inference.tools.executor import CallContext, tool_loop
+from inference.tools.toolbox import Toolbox
+
+logger = logging.getLogger("gateway.memory")
+FACTS = ResponseFormat(
+    kind="json_schema",
+    name="facts",
+    strict=True,
+    schema={
+        "type": "object",
+        "properties": {"facts": {"type": "array", "items": {"type": "string"}}},
+        "required": ["facts"],
+        "additionalProperties": False,
+    },
+)
+INSTRUCTION = (
+    "You keep an assistant's long-term memory of one user. From the exchange below, list "
+    "the durable facts about the user worth remembering in later conversations (who they "
+    "are, what they work on, their preferences), each as one short sentence in the third "
+    "person. Leave out what only matters to this exchange. No facts is a valid answer."
+)
+
+
+@dataclass(frozen=True)
+class TurnToLearn:
+    """The turn to learn from."""
+
+    completion_id: str
+    user_id: str
+    agent: AgentConfig  # the agent whose memory it is
+    user_text: str
+    reply: str
+
+
+async def extract_memories(
+    exchange: TurnToLearn, config: Config, engine: Engine, parent: Span = NO_SPAN
+) -> None:
+    try:
+        await _extract(exchange, config, engine, parent)
+    except Exception:
+        logger.exception(
+            "memory extraction failed for %s (%s)", exchange.agent.name, exchange.completion_id
+        )
+
+
+async def _extract(exchange: TurnToLearn, config: Config, engine: Engine, parent: Span) -> None:
+    memory = exchange.agent.memory
+    assert memory is not None and memory.extractor is not None
+    extractor = config.agent(memory.extractor)
+    embedder = config.embedder(memory.embedder)
+    if extractor is None or embedder is None:
+        return
+    with parent.child(f"invoke_agent {extractor.name}") as span:
+        context = CallContext(
+            config, engine, exchange.user_id, TurnBounds(config.limits), span=span
+        )
+        loop = tool_loop(context, route_of(extractor), Toolbox(), FACTS)
+        answer = await loop.complete(_request(extractor, exchange))
+    await in_database(_charge, exchange, extractor, answer.usage)
+    facts = _facts(answer.text)
+    if not facts:
+        return
+    embedded = await embed(config, engine.providers, embedder, facts)
+    bill = EmbeddingBill(
+        exchange.user_id,
+        embedder,
+        embedded.usage,
+        exchange.completion_id,
+        timezone.now(),
+        agent=exchange.agent.name,
+        kind="memory",
+    )
+    engine.writer.queue(record_embeddings, bill).add_done_callback(logged_failure)
+    kept = await in_database(
+        _keep_novel,
+        exchange,
+        embedder.name,
+        list(zip(facts, embedded.vectors, strict=True)),
+        memory.dedup,
+    )
+    logger.info("kept %d of %d facts for %s", kept, len(facts), exchange.agent.name)
+
+
+def _request(extractor: AgentConfig, exchange: TurnToLearn) -> ChatRequest:
+    system = "\n\n".join(
+        part
+        for part in (extractor.preamble, INSTRUCTION, structured_output_instruction(FACTS))
+        if part.strip()
+    )
+    conversation = (
+        f"The user wrote:\n<<<\n{exchange.user_text}\n>>>\n\n"
+        f"The assistant replied:\n<<<\n{exchange.reply}\n>>>"
+    )
+    return ChatRequest(
+        model=extractor.model,
+        system=system,
+        messages=(Message(role="user", content=conversation),),
+        response_format=FACTS,
+    )
+
+
+def _facts(text: str) -> list[str]:
+    """The facts of ``{"facts": [...]}``, or of a bare JSON array of strings."""
+    value: Any = json.loads(text)
+    if isinstance(value, dict):
+        value = value.get("facts")
+    if not isinstance(value, list):
+        return []
+    return list(
+        dict.fromkeys(fact.strip() for fact in value if isinstance(fact, str) and fact.strip())
+    )
+
+
+def _keep_novel(
+    exchange: TurnToLearn, embedder: str, facts: list[tuple[str, tuple[float, ...]]], dedup: float
+) -> int:
+    """Store each fact less similar than ``dedup`` to every stored memory and to the facts
+    kept before it; under a lock per user, so two extractions cannot both keep one fact."""
+    with transaction.atomic():
+        lock_until_commit(f"memory:{exchange.user_id}")
+        held = shelf(exchange.user_id, exchange.agent.name, embedder)
+        novel: list[tuple[str, tuple[float, ...]]] = []
+        for text, vector in facts:
+            if held.most_similar(vector) >= dedup:
+                continue
+            if any(_cosine(vector, kept) >= dedup for _, kept in novel):
+                continue
+            novel.append((text, vector))
+        add_memories(
+            exchange.user_id,
+            exchange.agent.name,
+            embedder,
+            novel,
+            exchange.completion_id,
+            timezone.now(),
+        )
+    return len(novel)
+
+
+def _cosine(first: tuple[float, ...], second: tuple[float, ...]) -> float:
+    dot = sum(a * b for a, b in zip(first, second, strict=True))
+    norms = sum(a * a for a in first) ** 0.5 * sum(b * b for b in second) ** 0.5
+    return dot / norms if norms else 0.0
+
+
+def _charge(exchange: TurnToLearn, extractor: AgentConfig, usage: Usage) -> None:
+    """The extractor's run, charged to the agent whose memory it is (not to the user's
+    budget)."""
+    if not usage.total_tokens:
+        return
+    LedgerEntry.objects.create(
+        user_id=exchange.user_id,
+        agent=exchange.agent.name,
+        provider=extractor.provider,
+        model=extractor.model,
+        completion_id=exchange.completion_id or f"memory-{uuid.uuid4().hex}",
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_tokens=usage.total_tokens,
+        cached_tokens=usage.cached_tokens or 0,
+        cost_micro_usd=usage.cost_micro_usd,
+        kind="memory",
+    )

@@ -1,0 +1,76 @@
+"""Before a turn: the user's memories most like their last message, as a short list for
+the system prompt (docs/memory.md). A failure costs the turn its memories, never the
+turn itself."""
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+
+from django.utils import timezone
+
+from agents.schema import AgentConfig, Config
+from inference.engine import Engine
+from inference.ledger.database import in_database
+from inference.ledger.tokens import estimate_tokens
+from inference.memory.embedding import EmbeddingBill, embed, record_embeddings
+from inference.memory.store import shelf
+
+logger = logging.getLogger("gateway.memory")
+HEADING = "What you know about this user from earlier conversations:"
+
+
+@dataclass(frozen=True)
+class Recall:
+    facts: tuple[str, ...] = ()
+
+    @property
+    def prompt(self) -> str:
+        """The system prompt's part for the facts (empty when there are none)."""
+        if not self.facts:
+            return ""
+        return "\n".join([HEADING, *(f"- {fact}" for fact in self.facts)])
+
+
+async def recall(
+    agent: AgentConfig, user_id: str, text: str, config: Config, engine: Engine
+) -> Recall:
+    """Up to ``memory.recall`` memories of ``agent`` about the user, most similar to
+    ``text`` first, while they fit ``memory.max_tokens``. The query's embedding is
+    charged to the agent, outside the user's budget."""
+    memory = agent.memory
+    embedder = config.embedder(memory.embedder) if memory is not None else None
+    if memory is None or embedder is None or not text.strip():
+        return Recall()
+    try:
+        held = await in_database(shelf, user_id, agent.name, embedder.name)
+        if not held.ids:
+            return Recall()  # nothing to recall: no embedding call
+        embedded = await embed(config, engine.providers, embedder, [text], purpose="query")
+    except Exception:
+        logger.exception("could not recall the memories of %s for %s", agent.name, user_id)
+        return Recall()
+    bill = EmbeddingBill(
+        user_id,
+        embedder,
+        embedded.usage,
+        f"recall-{uuid.uuid4().hex}",
+        timezone.now(),
+        agent=agent.name,
+        kind="memory",
+    )
+    engine.writer.queue(record_embeddings, bill).add_done_callback(logged_failure)
+    facts: list[str] = []
+    room = memory.max_tokens
+    for fact, _ in held.nearest(embedded.vectors[0], memory.recall):
+        room -= estimate_tokens(fact) + 1
+        if room < 0:
+            break
+        facts.append(fact)
+    return Recall(tuple(facts))
+
+
+def logged_failure(written: "asyncio.Future[None]") -> None:
+    """Log a charge the writer could not write (nobody else waits for it)."""
+    if not written.cancelled() and (error := written.exception()) is not None:
+        logger.error("could not record a memory charge: %s", error)

@@ -1,0 +1,175 @@
+"""Long-term memory through the real server: facts an extractor agent picks after a
+reply are kept once per user and recalled after the preamble in later conversations;
+stateless calls neither recall nor extract; an extractor that fails leaves the reply
+alone; the admin lists, adds and deletes memories and erases a user."""
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from tests.fakes.base import FakeUpstream, Recorded, Reply
+from tests.polling import wait_for
+from tests.server import GatewayServer
+from tests.upstreams import fake_base_url
+
+JSON = {"Accept": "application/json"}
+PREAMBLE = "You are Keeper, the ACME assistant."
+HEADING = "What you know about this user from earlier conversations:"
+
+
+def config(fake: FakeUpstream) -> str:
+    return f"""\
+providers:
+  openai: {{api_key: sk-test, base_url: '{fake_base_url(fake)}', retries: {{attempts: 0}}}}
+embedders:
+  - {{name: embed, provider: openai, model: embedding-1}}
+agents:
+  - name: keeper
+    provider: openai
+    model: gpt-keeper
+    preamble: {PREAMBLE}
+    memory: {{embedder: embed, extractor: extractor, recall: 3, max_tokens: 60}}
+  - {{name: extractor, provider: openai, model: gpt-extractor}}
+  - name: stateless
+    provider: openai
+    model: gpt-stateless
+    history: false
+    memory: {{embedder: embed, extractor: extractor}}
+"""
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, upstreams: dict[str, FakeUpstream]
+) -> Iterator[GatewayServer]:
+    gateway = GatewayServer(tmp_path_factory.mktemp("memory"), config(upstreams["openai"]))
+    gateway.start()
+    yield gateway
+    gateway.stop()
+
+
+@pytest.fixture
+def fake(fakes: dict[str, FakeUpstream]) -> FakeUpstream:
+    return fakes["openai"]
+
+
+def ask(server: GatewayServer, user: str, text: str, model: str = "keeper", **options: Any) -> str:
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0)
+    reply = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": text}], user=user, **options
+    )
+    return reply.choices[0].message.content or ""
+
+
+def memories(server: GatewayServer, user: str) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(Path(server.workdir) / "gateway.sqlite3") as database:
+        return database.execute(
+            "SELECT agent, text, source FROM inference_memory WHERE user_id = ? ORDER BY id",
+            (user,),
+        ).fetchall()
+
+
+def extracts(fake: FakeUpstream, *facts: str) -> None:
+    fake.answer_when(is_extractor, Reply.of_text(json.dumps({"facts": list(facts)})))
+
+
+def is_extractor(recorded: Recorded) -> bool:
+    return isinstance(recorded.body, dict) and recorded.body.get("model") == "gpt-extractor"
+
+
+def keeper_calls(fake: FakeUpstream) -> list[Recorded]:
+    return [
+        r for r in fake.requests if isinstance(r.body, dict) and r.body.get("model") == "gpt-keeper"
+    ]
+
+
+def system_of(recorded: Recorded) -> str:
+    return "\n\n".join(m["content"] for m in recorded.body["messages"] if m["role"] == "system")
+
+
+def test_facts_are_extracted_once_and_recalled_after_the_preamble_for_their_user_only(
+    server: GatewayServer, fake: FakeUpstream, user_id: str
+) -> None:
+    extracts(fake, "Works on the billing team.", "Prefers answers in French.")
+
+    ask(server, user_id, "I work on the billing team and I like French answers.")
+
+    stored = wait_for(lambda: memories(server, user_id), "the extracted facts")
+    assert [text for _, text, _ in stored] == [
+        "Works on the billing team.",
+        "Prefers answers in French.",
+    ]
+    assert all(agent == "keeper" and source.startswith("chatcmpl-") for agent, _, source in stored)
+    (extraction,) = [r for r in fake.requests if is_extractor(r)]
+    assert "I work on the billing team" in json.dumps(extraction.body["messages"])
+
+    # The same facts again, and a near copy: nothing new is kept.
+    extracts(fake, "Works on the billing team.", "Works on the billing team!")
+    ask(server, user_id, "Which team was that again? The billing team.")
+    wait_for(lambda: len([r for r in fake.requests if is_extractor(r)]) == 2, "a second run")
+    wait_for(lambda: "kept 0 of 2 facts" in server.log(), "the second extraction's outcome")
+    assert len(memories(server, user_id)) == 2
+
+    ask(server, user_id, "What team am I on?")
+    system = system_of(keeper_calls(fake)[-1])
+    assert system.startswith(PREAMBLE)
+    assert system.index(PREAMBLE) < system.index(HEADING)
+    assert "- Works on the billing team." in system
+
+    ask(server, f"{user_id}-other", "What team am I on?")
+    assert HEADING not in system_of(keeper_calls(fake)[-1])
+
+
+def test_recall_keeps_within_max_tokens_and_the_most_similar_first(
+    server: GatewayServer, fake: FakeUpstream, user_id: str
+) -> None:
+    extracts(
+        fake,
+        "Owns a cat called Miso.",
+        "Works night shifts at the harbour.",
+        "Is learning Portuguese for a move to Lisbon next spring with the whole family.",
+    )
+    ask(server, user_id, "Tell me something.")
+    wait_for(lambda: len(memories(server, user_id)) == 3, "three facts")
+
+    ask(server, user_id, "What is my cat called?")
+
+    system = system_of(keeper_calls(fake)[-1])
+    recalled = [line for line in system.splitlines() if line.startswith("- ")]
+    assert recalled[0] == "- Owns a cat called Miso."
+    assert sum(len(line) for line in recalled) <= 60 * 4  # memory.max_tokens, four chars each
+
+
+def test_stateless_calls_neither_recall_nor_extract(
+    server: GatewayServer, fake: FakeUpstream, user_id: str
+) -> None:
+    extracts(fake, "Should never be kept.")
+
+    ask(server, user_id, "Remember this.", model="stateless")
+    ask(server, user_id, "And this.", metadata={"history": "off"})
+
+    mine = ("Remember this", "And this")  # not an earlier test's turns, still extracting
+    assert not [
+        r
+        for r in fake.requests
+        if (is_extractor(r) or r.path.endswith("/embeddings"))
+        and any(text in json.dumps(r.body) for text in mine)
+    ]
+    assert memories(server, user_id) == []
+
+
+def test_an_extractor_that_fails_leaves_the_reply_alone(
+    server: GatewayServer, fake: FakeUpstream, user_id: str
+) -> None:
+    fake.answer_when(is_extractor, Reply.of_error(500, {"error": {"message": "down"}}))
+    fake.script(Reply.of_text("Here is your answer."))
+
+    assert ask(server, user_id, "I am a night owl.") == "Here is your answer."
+
+    wait_for(lambda: "memory extraction failed" in server.log(), "the logged failure")
+    assert memories(server, user_id) == []
