@@ -9,7 +9,7 @@ from ninja.errors import HttpError, ValidationError
 from adminui.context import AdminRequest
 from adminui.editing import config_file, mcp_state, prices, provider_state, revisions
 from adminui.editing.collections import Column, ItemDetails, collection_router
-from adminui.records import keys, live, overview, requests, scores, spend
+from adminui.records import keys, live, memories, overview, requests, scores, spend
 from adminui.rendering.bodies import AdminParser, BodyError
 from adminui.rendering.errors import AdminError, error_response, refusal
 from adminui.schemas import McpServerCreate, ProviderCreate
@@ -71,6 +71,7 @@ api.add_router("", live.router)
 api.add_router("", keys.router)
 api.add_router("", spend.router)
 api.add_router("", requests.router)
+api.add_router("", memories.router)
 
 
 @api.exception_handler(AdminError)

@@ -8,6 +8,7 @@ from django_htmx.middleware import HtmxDetails
 from agents.schema import AuthScope
 from agents.snapshot import ConfigHolder
 from core.requestlog import RequestLog
+from inference.memory.store import Memory
 from inference.status import DeploymentStatus, McpServerStatus
 
 
@@ -16,6 +17,7 @@ class AdminRuntime(Protocol):
 
     def mcp_status(self) -> list[McpServerStatus]: ...
     def deployment_status(self) -> list[DeploymentStatus]: ...
+    async def remember(self, user_id: str, agent: str, text: str) -> Memory: ...
 
 
 class AdminRequest(HttpRequest):

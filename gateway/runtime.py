@@ -8,6 +8,7 @@ parts on the server's event loop; request code borrows them through the request
 import asyncio
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import DatabaseError
@@ -18,6 +19,9 @@ from agents.watcher import ConfigWatcher
 from core.logformat import log_event
 from inference.engine import Engine
 from inference.status import DeploymentStatus, McpServerStatus
+
+if TYPE_CHECKING:
+    from inference.memory.store import Memory
 
 logger = logging.getLogger("gateway.config")
 
@@ -50,6 +54,16 @@ class Runtime:
 
     def mcp_status(self) -> list[McpServerStatus]:
         return self.engine.mcp.status()
+
+    async def remember(self, user_id: str, agent: str, text: str) -> "Memory":
+        """Add a memory by hand (the admin), embedded with the live config's embedder."""
+        # Imported here: the runtime is imported before Django's apps (and models) load.
+        from inference.memory.by_hand import CannotRemember, add_by_hand
+
+        config = self.holder.config
+        if config is None:
+            raise CannotRemember("no config is loaded")
+        return await add_by_hand(config, self.engine, user_id, agent, text)
 
     def deployment_status(self) -> list[DeploymentStatus]:
         config = self.holder.config

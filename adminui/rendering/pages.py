@@ -20,6 +20,7 @@ _RECORD_PAGES = (
     ("Scores", "admin:scores"),
     ("Conversations", "admin:conversations"),
     ("Requests", "admin:requests"),
+    ("Memories", "admin:memories"),
     ("Usage", "admin:usage"),
     ("Spend", "admin:spend"),
     ("API keys", "admin:keys"),

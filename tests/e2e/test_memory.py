@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
+from tests.browser import chromium_page, shot
 from tests.fakes.base import FakeUpstream, Recorded, Reply
 from tests.polling import wait_for
 from tests.server import GatewayServer
@@ -172,4 +174,115 @@ def test_an_extractor_that_fails_leaves_the_reply_alone(
     assert ask(server, user_id, "I am a night owl.") == "Here is your answer."
 
     wait_for(lambda: "memory extraction failed" in server.log(), "the logged failure")
+    assert memories(server, user_id) == []
+
+
+def remember(server: GatewayServer, user: str, agent: str, text: str) -> httpx.Response:
+    return httpx.post(
+        f"{server.url}/admin/memories",
+        json={"user": user, "agent": agent, "text": text},
+        timeout=30,
+    )
+
+
+def test_a_memory_added_by_hand_is_recalled_for_its_user_only(
+    server: GatewayServer, fake: FakeUpstream, user_id: str
+) -> None:
+    added = remember(server, user_id, "keeper", "Is allergic to peanuts.")
+
+    assert added.status_code == 201, added.text
+    body = added.json()
+    assert (body["user"], body["agent"], body["text"]) == (
+        user_id,
+        "keeper",
+        "Is allergic to peanuts.",
+    )
+    assert (body["embedder"], body["source"]) == ("embed", None)
+    listed = httpx.get(
+        f"{server.url}/admin/memories", params={"user": user_id}, headers=JSON, timeout=10
+    ).json()
+    assert [row["id"] for row in listed["data"]] == [body["id"]]
+
+    ask(server, user_id, "Any peanuts allergy I should know of?")
+    assert "- Is allergic to peanuts." in system_of(keeper_calls(fake)[-1])
+    ask(server, f"{user_id}-other", "Any peanuts allergy I should know of?")
+    assert "peanuts." not in system_of(keeper_calls(fake)[-1])
+
+    # A stateless call recalls nothing, even with memories to recall.
+    remember(server, user_id, "stateless", "Is allergic to peanuts.")
+    ask(server, user_id, "Any peanuts allergy?", model="stateless")
+    (stateless,) = [r for r in fake.requests if r.body.get("model") == "gpt-stateless"]
+    assert HEADING not in system_of(stateless)
+
+    deleted = httpx.delete(f"{server.url}/admin/memories/{body['id']}", headers=JSON, timeout=10)
+    assert deleted.status_code == 200
+    again = httpx.delete(f"{server.url}/admin/memories/{body['id']}", headers=JSON, timeout=10)
+    assert again.status_code == 404
+    ask(server, user_id, "Any peanuts allergy I should know of?")
+    assert HEADING not in system_of(keeper_calls(fake)[-1])
+
+
+@pytest.mark.parametrize(
+    ("agent", "text", "status"),
+    [("extractor", "A fact.", 422), ("ghost", "A fact.", 422), ("keeper", "  ", 422)],
+    ids=["no-memory", "unknown-agent", "blank"],
+)
+def test_a_memory_that_cannot_be_kept_is_refused(
+    server: GatewayServer, agent: str, text: str, status: int, user_id: str
+) -> None:
+    response = remember(server, user_id, agent, text)
+
+    assert response.status_code == status, response.text
+    assert memories(server, user_id) == []
+
+
+def test_erasing_a_user_leaves_nothing_of_theirs_and_everything_of_others(
+    server: GatewayServer, fake: FakeUpstream, user_id: str
+) -> None:
+    other = f"{user_id}-other"
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0)
+    for user in (user_id, other):
+        remember(server, user, "keeper", "Likes tea.")
+        ask(server, user, "Hello there.")
+        client.responses.create(model="keeper", input="Keep this response.", user=user)
+    wait_for(lambda: len(memories(server, user_id)) >= 1, "the memories")
+
+    erased = httpx.delete(f"{server.url}/admin/users/{user_id}", headers=JSON, timeout=10)
+
+    assert erased.status_code == 200, erased.text
+    removed = erased.json()["removed"]
+    assert erased.json()["user"] == user_id
+    assert removed["conversations"] == 1 and removed["messages"] == 4
+    assert removed["memories"] >= 1 and removed["responses"] == 1
+    database = sqlite3.connect(Path(server.workdir) / "gateway.sqlite3")
+    with database:
+        for table in ("storedmessage", "memory", "storedresponse", "ledgerentry", "requestrecord"):
+            (left,) = database.execute(
+                f"SELECT COUNT(*) FROM inference_{table} WHERE user_id = ?", (user_id,)
+            ).fetchone()
+            assert left == 0, table
+            (kept,) = database.execute(
+                f"SELECT COUNT(*) FROM inference_{table} WHERE user_id = ?", (other,)
+            ).fetchone()
+            assert kept > 0 or table == "requestrecord", table
+        (digested,) = database.execute(
+            "SELECT COUNT(*) FROM inference_ledgerentry WHERE user_id LIKE 'erased-%'"
+        ).fetchone()
+    database.close()
+    assert digested >= 2
+
+
+@pytest.mark.browser
+def test_the_memories_page_adds_and_deletes_a_memory(server: GatewayServer, user_id: str) -> None:
+    with chromium_page() as page:
+        page.goto(f"{server.url}/admin/memories?user={user_id}")
+        page.get_by_label("Agent").last.fill("keeper")
+        page.get_by_label("Memory").fill("Rides a red bicycle.")
+        page.get_by_role("button", name="Add").click()
+        row = page.locator("table.memories tbody tr", has_text="Rides a red bicycle.")
+        assert "keeper" in row.inner_text() and "by hand" in row.inner_text()
+        shot(page, "memories")
+        row.get_by_role("button", name="Delete").click()
+        page.wait_for_load_state()
+        assert page.locator("table.memories tbody tr", has_text="Rides a red bicycle.").count() == 0
     assert memories(server, user_id) == []

@@ -29,10 +29,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "adminui": (
         "core",
         "agents",
+        "inference.ledger.erasure",
         "inference.ledger.keys",
         "inference.ledger.prices",
         "inference.ledger.queries",
         "inference.ledger.requests",
+        "inference.memory.by_hand",
+        "inference.memory.store",
         "inference.status",
     ),
     "gateway": ("core", "agents", "inference", "adminui"),
