@@ -2,9 +2,9 @@
 
 ``core`` is the floor and imports none of the project's packages; ``agents`` (the
 config) builds only on ``core``; ``inference`` and ``adminui`` build on both, and the
-admin reads recorded data only through ``inference.ledger.queries``, prices through
-``inference.ledger.prices`` and live state through ``inference.status``; ``gateway`` is the top, wired in by the entry points, and imported
-by no other package. Inside ``inference`` and ``adminui`` the same holds between their
+admin uses of ``inference`` only the modules in ``ALLOWED`` (recorded data, prices, keys,
+erasure, memories, live state); ``gateway`` is the top, wired in by the entry points,
+and imported by no other package. Inside ``inference`` and ``adminui`` the same holds between their
 parts (sub-packages and top-level modules), and no module anywhere is part of an import
 circle, imports made only for type checking included.
 """
