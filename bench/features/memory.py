@@ -1,0 +1,126 @@
+"""What long-term memory costs: a recall over 10,000 memories, and an agent with memory
+against the same agent without it, side by side in one run.
+
+1. In process, on a SQLite database of its own: one user with 10,000 memories of
+   1,536 dimensions. The CPU of a recall's database and similarity work (the rows'
+   version check, the vectors held in process, the top 5 by cosine), first cold (the
+   vectors read and normalized), then warm, as every later turn of that user. The target
+   is under 20 ms of CPU.
+2. Over HTTP: the fake upstream (chat and embeddings), the bare relay and two gateways:
+   ``plain`` (the bench agent) and ``memory`` (the same agent with ``memory`` and 50
+   memories for each bench user, so each request embeds its message and recalls). The
+   server CPU per request is printed against ``plain``. Extraction is left out: it is a
+   model call of its own, after the reply.
+
+    .venv/bin/python -m bench.features.memory [--rounds 3] [--seconds 3] [--memories 10000]
+"""
+
+import argparse
+import asyncio
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from bench.harness.load import Cell, Target, interleave, print_cpu
+from bench.harness.processes import floor
+from bench.harness.workload import bench_config
+from tests.server import GatewayServer
+
+CLIENTS = (1, 16)
+DIMENSIONS = 1536
+TARGET_MS = 20.0
+MEMORY = (
+    "embedders: [{name: embed, provider: openai, model: e}]\n"
+    "agents:\n"
+    "  - {name: bench, provider: openai, model: m, preamble: You are a benchmark.,"
+    " memory: {embedder: embed}}\n"
+)
+SEEDED = 50  # memories of each bench user, over HTTP
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--memories", type=int, default=10_000)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as workdir:
+        cold, warm = _recall_cpu(Path(workdir), options.memories)
+    print(f"recall over {options.memories} memories of {DIMENSIONS} dimensions, CPU ms:")
+    print(f"  cold (first recall of the process) {cold:7.2f}")
+    print(f"  warm (every later one)            {warm:7.2f}   target < {TARGET_MS:g}: ", end="")
+    print(f"{warm / TARGET_MS:4.2f} of it")
+    _over_http(options.rounds, options.seconds)
+
+
+def _recall_cpu(workdir: Path, count: int) -> tuple[float, float]:
+    """CPU milliseconds of one cold and of one warm recall (median of 50)."""
+    os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'memories.sqlite3'}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from inference.memory.store import add_memories, shelf
+
+    call_command("migrate", verbosity=0)
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((count, DIMENSIONS), dtype=np.float32)
+    facts = [(f"Fact number {index} about the user.", vectors[index]) for index in range(count)]
+    for start in range(0, count, 1000):
+        add_memories("bench", "agent", "embed", facts[start : start + 1000], "", timezone.now())
+    query = rng.standard_normal(DIMENSIONS, dtype=np.float32)
+
+    def one_recall() -> float:
+        started = time.process_time()
+        shelf("bench", "agent", "embed").nearest(query, 5)
+        return (time.process_time() - started) * 1000
+
+    cold = one_recall()
+    warm = sorted(one_recall() for _ in range(50))[25]
+    return cold, warm
+
+
+def _over_http(rounds: int, seconds: float) -> None:
+    with tempfile.TemporaryDirectory() as workdir, floor() as base:
+        plain_dir, memory_dir = Path(workdir) / "plain", Path(workdir) / "memory"
+        plain_dir.mkdir()
+        memory_dir.mkdir()
+        config = bench_config(base.upstream).split("agents:")[0] + MEMORY
+        plain = GatewayServer(plain_dir, bench_config(base.upstream)).start()
+        memory = GatewayServer(memory_dir, config).start()
+        try:
+            _seed(memory)
+            targets = [
+                base.relay,
+                Target("plain", f"{plain.url}/v1", plain.pid),
+                Target("memory", f"{memory.url}/v1", memory.pid),
+            ]
+            results = asyncio.run(interleave(targets, CLIENTS, rounds, seconds))
+        finally:
+            plain.stop()
+            memory.stop()
+    print(f"\n{rounds} round(s) of {seconds:g} s slices; server CPU ms/request")
+    print_cpu(targets, results, CLIENTS, _ratios)
+
+
+def _seed(server: GatewayServer) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        for user in range(max(CLIENTS)):
+            for index in range(SEEDED):
+                fact = {"user": f"bench-user-{user}", "agent": "bench", "text": f"fact {index}"}
+                client.post("/admin/memories", json=fact).raise_for_status()
+
+
+def _ratios(cells: dict[str, Cell]) -> str:
+    return f"memory/plain {cells['memory'].cpu_ms / cells['plain'].cpu_ms:4.2f}"
+
+
+if __name__ == "__main__":
+    main()
