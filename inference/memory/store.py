@@ -20,7 +20,7 @@ from django.db.models import Count, Max
 from inference.models import Memory as Memory  # the row, for the admin
 
 CACHE_BYTES = 64 * 1024 * 1024  # of vectors held in process, over all users
-type Vector = Sequence[float]
+type Vector = Sequence[float] | np.ndarray
 
 
 @dataclass(frozen=True)
