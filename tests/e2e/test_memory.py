@@ -286,3 +286,31 @@ def test_the_memories_page_adds_and_deletes_a_memory(server: GatewayServer, user
         page.wait_for_load_state()
         assert page.locator("table.memories tbody tr", has_text="Rides a red bicycle.").count() == 0
     assert memories(server, user_id) == []
+
+
+def test_two_processes_on_postgresql_share_memories(
+    tmp_path: Path, fake: FakeUpstream, postgres_url: str, user_id: str
+) -> None:
+    """A fact extracted through one process is recalled through the other (each holds
+    vectors in process: the other's new row must be seen), and erased through either."""
+    first = GatewayServer(tmp_path, config(fake), database_url=postgres_url).start()
+    second = GatewayServer(tmp_path, None, database_url=postgres_url).start()
+    try:
+        remember(second, user_id, "keeper", "Has a dog called Rex.")
+        ask(second, user_id, "Hello.")  # second now holds this user's vectors
+        extracts(fake, "Plays the cello in an orchestra.")
+        ask(first, user_id, "I play the cello in an orchestra.")
+        wait_for(lambda: "kept 1 of 1 facts" in first.log(), "the extraction on PostgreSQL")
+
+        ask(second, user_id, "What instrument do I play in the orchestra?")
+
+        system = system_of(keeper_calls(fake)[-1])
+        assert "- Plays the cello in an orchestra." in system
+        assert "- Has a dog called Rex." in system
+        erased = httpx.delete(f"{first.url}/admin/users/{user_id}", headers=JSON, timeout=10)
+        assert erased.json()["removed"]["memories"] == 2
+        ask(second, user_id, "What instrument do I play?")
+        assert HEADING not in system_of(keeper_calls(fake)[-1])
+    finally:
+        first.stop()
+        second.stop()
