@@ -150,7 +150,7 @@ def test_malformed_json_body_is_400(gateway: GatewayServer) -> None:
 
 
 def test_unknown_route_is_404(gateway: GatewayServer) -> None:
-    assert_error(httpx.get(f"{gateway.url}/v1/embeddings"), 404, "not_found_error", None)
+    assert_error(httpx.get(f"{gateway.url}/v1/audio/speech"), 404, "not_found_error", None)
     assert_error(
         httpx.post(f"{gateway.url}/v1/nothing/here", json={}), 404, "not_found_error", None
     )

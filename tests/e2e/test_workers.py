@@ -4,6 +4,7 @@ through the database, and the supervisor stops them together."""
 import json
 import signal
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -13,6 +14,7 @@ import httpx
 import psutil
 import pytest
 
+from inference.ledger.writer import DEFER_SECONDS
 from tests.fakes.base import FakeUpstream
 from tests.server import GatewayServer
 from tests.upstreams import shared_config
@@ -51,6 +53,10 @@ def ask_on_each_worker(
     half = len(texts) // 2
     responses: list[httpx.Response] = []
     for worker, share in zip(server.worker_pids(), (texts[:half], texts[half:]), strict=True):
+        # A worker paused in the middle of writing its deferred records (request records
+        # are written up to a second after their requests) would hold SQLite's write lock
+        # through the other's turn: let the last turn's writes end first.
+        time.sleep(DEFER_SECONDS + 0.5)
         with server.only(worker), ThreadPoolExecutor(4) as pool:
             responses += pool.map(lambda text: ask(server, user, text, **metadata), share)
     return responses
