@@ -13,14 +13,11 @@ and the server CPU per request is printed against ``plain``.
 
 import argparse
 import asyncio
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from bench.harness.load import Cell, Target, interleave, print_cpu
-from bench.harness.processes import floor, gateways
-from tests.server import PROJECT_DIR, GatewayServer
+from bench.harness.processes import floor, gateways, mint_key
 
 CLIENTS = (1, 16)
 LIMITS = ("--rpm", "1000000000", "--tpm", "1000000000", "--budget-usd", "1000000")
@@ -39,8 +36,8 @@ def main() -> None:
         gateways(Path(workdir), base.upstream, setups) as servers,
     ):
         users = [f"bench-user-{user}" for user in range(max(CLIENTS))]
-        keys = tuple(_mint(servers["money"], user) for user in users)
-        limited = tuple(_mint(servers["money"], user, *LIMITS) for user in users)
+        keys = tuple(mint_key(servers["money"], user) for user in users)
+        limited = tuple(mint_key(servers["money"], user, *LIMITS) for user in users)
         plain, money = servers["plain"], servers["money"]
         targets = [
             base.relay,
@@ -57,15 +54,6 @@ def _ratios(cells: dict[str, Cell]) -> str:
     plain = cells["plain"].cpu_ms
     money, limited = cells["money"].cpu_ms / plain, cells["limited"].cpu_ms / plain
     return f"money/plain {money:4.2f}  limited/plain {limited:4.2f}"
-
-
-def _mint(server: GatewayServer, user: str, *limits: str) -> str:
-    command = [
-        sys.executable, str(PROJECT_DIR / "manage.py"), "create_api_key", "--user", user,
-        "--name", "bench", *limits,
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, env=server.env, check=True)
-    return done.stdout.strip()
 
 
 if __name__ == "__main__":

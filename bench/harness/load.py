@@ -139,7 +139,9 @@ async def prefill(gateway: Target, users: int) -> None:
         async def turn(user: int, index: int) -> None:
             async with semaphore:
                 response = await client.post(
-                    f"{gateway.url}/chat/completions", json=body(user, index, False)
+                    f"{gateway.url}/chat/completions",
+                    json=body(user, index, False),
+                    headers=gateway.headers(user),
                 )
                 if response.status_code != 200:
                     raise RuntimeError(f"prefill: {response.status_code} {response.text}")

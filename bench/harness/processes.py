@@ -91,3 +91,13 @@ def start_process(command: list[str], env: dict[str, str], port: int) -> subproc
 def _stop(process: subprocess.Popen[bytes]) -> None:
     process.terminate()
     process.wait(timeout=10)
+
+
+def mint_key(server: GatewayServer, user: str, *limits: str) -> str:
+    """A new API key of ``user`` on ``server``'s database (``manage.py create_api_key``)."""
+    command = [
+        sys.executable, str(PROJECT_DIR / "manage.py"), "create_api_key", "--user", user,
+        "--name", "bench", *limits,
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, env=server.env, check=True)
+    return done.stdout.strip()
