@@ -4,7 +4,6 @@ facts of the exchange, and those the user's memories do not already hold are kep
 
 import json
 import logging
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,11 +13,11 @@ from django.utils import timezone
 from agents.schema import AgentConfig, Config
 from inference.engine import Engine
 from inference.ledger.budgets import lock_until_commit
+from inference.ledger.charges import Answered, charge_background
 from inference.ledger.database import in_database
 from inference.memory.embedding import EmbeddingBill, embed, record_embeddings
 from inference.memory.recall import logged_failure
 from inference.memory.store import add_memories, shelf
-from inference.models import LedgerEntry
 from inference.providers.types import ChatRequest, Message, ResponseFormat, Usage
 from inference.routing.deployments import route_of
 from inference.structured.response_format import structured_output_instruction
@@ -82,7 +81,7 @@ async def _extract(exchange: TurnToLearn, config: Config, engine: Engine, parent
         )
         loop = tool_loop(context, route_of(extractor), Toolbox(), FACTS)
         answer = await loop.complete(_request(extractor, exchange))
-    await in_database(_charge, exchange, extractor, answer.usage)
+    await in_database(_charge, exchange, answer.usage, loop.upstream.answered_by)
     facts = _facts(answer.text)
     if not facts:
         return
@@ -169,21 +168,16 @@ def _cosine(first: tuple[float, ...], second: tuple[float, ...]) -> float:
     return dot / norms if norms else 0.0
 
 
-def _charge(exchange: TurnToLearn, extractor: AgentConfig, usage: Usage) -> None:
-    """The extractor's run, charged to the agent whose memory it is (not to the user's
-    budget)."""
-    if not usage.total_tokens:
-        return
-    LedgerEntry.objects.create(
-        user_id=exchange.user_id,
-        agent=exchange.agent.name,
-        provider=extractor.provider,
-        model=extractor.model,
-        completion_id=exchange.completion_id or f"memory-{uuid.uuid4().hex}",
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        total_tokens=usage.total_tokens,
-        cached_tokens=usage.cached_tokens or 0,
-        cost_micro_usd=usage.cost_micro_usd,
-        kind="memory",
-    )
+def _charge(exchange: TurnToLearn, usage: Usage, answered_by: Answered | None) -> None:
+    """The extractor's run, charged to the agent whose memory it is."""
+    if usage.total_tokens:
+        charge_background(
+            "memory",
+            exchange.completion_id,
+            exchange.agent.name,
+            "",
+            "",
+            exchange.user_id,
+            usage,
+            answered_by,
+        ).save()

@@ -21,6 +21,7 @@ from agents.schema import Config, JudgeConfig
 from core.logformat import log_event
 from core.metrics import observe_judge_scores
 from inference.engine import Engine
+from inference.ledger.charges import charge_background
 from inference.ledger.database import in_database
 from inference.models import JudgeRun, JudgeScore
 from inference.providers.base import ProviderError
@@ -32,7 +33,6 @@ from inference.telemetry.spans import NO_SPAN, Span
 from inference.tools.bounds import TurnBounds
 from inference.tools.executor import CallContext, tool_loop
 from inference.tools.toolbox import Toolbox
-from inference.turn.recording import charge_background
 
 logger = logging.getLogger("gateway.judges")
 

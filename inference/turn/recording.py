@@ -79,35 +79,6 @@ def record_turns(records: Sequence[TurnRecord]) -> None:
         ToolExchange.objects.bulk_create(exchanges)
 
 
-def charge_background(
-    kind: str,
-    completion_id: str,
-    agent: str,
-    experiment: str,
-    variant: str,
-    user_id: str,
-    usage: Usage,
-    upstream: Deployment | None,
-) -> LedgerEntry:
-    """The ledger row of a judge's or shadow's run (``kind``): charged to the agent and
-    experiment, never to the user's or a key's budget."""
-    return LedgerEntry(
-        user_id=user_id,
-        agent=agent,
-        experiment=experiment,
-        variant=variant,
-        provider=upstream.provider if upstream is not None else "",
-        model=upstream.model if upstream is not None else "",
-        completion_id=completion_id,
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        total_tokens=usage.total_tokens,
-        cached_tokens=usage.cached_tokens or 0,
-        cost_micro_usd=usage.cost_micro_usd,
-        kind=kind,
-    )
-
-
 def _ledger_row(record: TurnRecord) -> LedgerEntry:
     turn, usage = record.turn, record.usage
     return LedgerEntry(

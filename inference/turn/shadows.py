@@ -10,6 +10,7 @@ from agents.schema import AgentConfig, Config
 from core.logformat import log_event
 from inference.engine import Engine
 from inference.errors import ApiError
+from inference.ledger.charges import charge_background
 from inference.ledger.database import in_database
 from inference.providers.base import ProviderError
 from inference.providers.types import Usage
@@ -20,7 +21,6 @@ from inference.tools.bounds import TurnBounds
 from inference.tools.executor import CallContext, tool_loop
 from inference.turn.judges import JudgedReply, judge_reply, sampled_judges
 from inference.turn.preparation import Turn, agent_call
-from inference.turn.recording import charge_background
 
 logger = logging.getLogger("gateway.shadows")
 

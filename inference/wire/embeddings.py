@@ -4,9 +4,9 @@
 import base64
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import Field
 
+from core.float32 import packed
 from inference.errors import invalid_request
 from inference.providers.types import Usage
 from inference.wire.chat_body import Lenient
@@ -61,5 +61,5 @@ def embeddings_body(
 
 def _encoded(vector: tuple[float, ...], encoding: str) -> list[float] | str:
     if encoding == "base64":
-        return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode()
+        return base64.b64encode(packed(vector)).decode()
     return list(vector)

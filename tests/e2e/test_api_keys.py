@@ -67,6 +67,14 @@ def mint(server: GatewayServer, **fields: Any) -> dict[str, Any]:
     return created
 
 
+def stored_history(server: GatewayServer, user: str) -> list[str]:
+    """The user's stored messages, newest first, as the admin lists them."""
+    history = httpx.get(
+        f"{server.url}/admin/conversations", params={"user": user}, headers=JSON, timeout=10
+    ).json()
+    return [row["content"] for row in history["data"]]
+
+
 def sdk(server: GatewayServer, key: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0)
 
@@ -94,13 +102,7 @@ def test_a_minted_key_calls_as_its_user_and_is_shown_only_once(
     assert "key" not in shown and shown["user"] == created["user"]
     assert shown["spent_usd"] == pytest.approx(0.018)  # the fake's 11 + 7 tokens
     assert shown["last_used_at"] is not None
-    history = httpx.get(
-        f"{server.url}/admin/conversations",
-        params={"user": created["user"]},
-        headers=JSON,
-        timeout=10,
-    ).json()
-    assert [row["content"] for row in history["data"]] == ["Hello, key holder.", "x"]
+    assert stored_history(server, created["user"]) == ["Hello, key holder.", "x"]
 
 
 def test_requests_without_a_valid_key_are_refused(
@@ -143,13 +145,7 @@ def test_the_anthropic_sdk_sends_its_key_as_x_api_key(
         },
     }
     assert len(fakes["openai"].requests) == 1
-    history = httpx.get(
-        f"{server.url}/admin/conversations",
-        params={"user": created["user"]},
-        headers=JSON,
-        timeout=10,
-    ).json()
-    assert [row["content"] for row in history["data"]] == ["Hello over Messages.", "x"]
+    assert stored_history(server, created["user"]) == ["Hello over Messages.", "x"]
 
 
 def test_a_revoked_key_is_refused_within_a_second(

@@ -42,6 +42,14 @@ def ask(user_id: str, text: str = "Hi", **options: Any) -> dict[str, Any]:
     }
 
 
+def answer(claude: anthropic.Anthropic, stream: bool, **request: Any) -> anthropic.types.Message:
+    """The whole message, asked for streamed (then accumulated by the SDK) or not."""
+    if stream:
+        with claude.messages.stream(**request) as events:
+            return events.get_final_message()
+    return claude.messages.create(**request)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_message_is_answered_in_anthropic_shape_and_remembered_for_its_user(
     kind: str, claude: anthropic.Anthropic, fakes: dict[str, FakeUpstream], user_id: str
@@ -107,12 +115,7 @@ def test_a_tool_call_and_its_result_round_trip(
         "metadata": {"user_id": user_id},
     }
 
-    first: anthropic.types.Message
-    if stream:
-        with claude.messages.stream(messages=question, **options) as events:
-            first = events.get_final_message()
-    else:
-        first = claude.messages.create(messages=question, **options)
+    first = answer(claude, stream, messages=question, **options)
 
     assert first.stop_reason == "tool_use"
     (call,) = [block for block in first.content if block.type == "tool_use"]
@@ -216,12 +219,7 @@ def test_thinking_signatures_reach_an_anthropic_upstream_unchanged_across_a_tool
         "metadata": {"user_id": user_id},
     }
 
-    first: anthropic.types.Message
-    if stream:
-        with claude.messages.stream(messages=question, **options) as events:
-            first = events.get_final_message()
-    else:
-        first = claude.messages.create(messages=question, **options)
+    first = answer(claude, stream, messages=question, **options)
 
     assert [block.type for block in first.content] == ["thinking", "tool_use"]
     assert first.content[0].signature == thinking_signature("Weather needs a tool.")
@@ -424,11 +422,7 @@ def test_stop_sequence_is_told_only_where_the_upstream_says_so(
     fakes[kind].script(Reply.of_text("Counting: 1, 2", finish_reason=upstream_reason))
     options = ask(user_id, stop_sequences=["3"], extra_body={"top_k": 5})
 
-    if stream:
-        with claude.messages.stream(model=f"{kind}-agent", **options) as events:
-            message = events.get_final_message()
-    else:
-        message = claude.messages.create(model=f"{kind}-agent", **options)
+    message = answer(claude, stream, model=f"{kind}-agent", **options)
 
     assert message.stop_reason == expected
     sent = fakes[kind].last.body
