@@ -1,39 +1,148 @@
 """Each user's stored conversation, per requested model (docs/api.md, "History").
 
 Synchronous ORM code, run by the pipeline inside its batched worker-thread calls.
+
+The newest messages of a conversation are kept in process (``HistoryCache``), under the
+version they were read at: the conversation's row count and newest id, which one indexed
+aggregate reads on every request. A turn this process writes is appended to its cached
+conversation once committed, under the version that write leads to; any other change (a
+turn written through another process, an erasure, a transaction of another process that
+commits late on PostgreSQL) changes the count, and the next request reads the rows again.
+So every process replays exactly what the database holds, and a process answering the
+same users again reads only the version.
 """
 
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 
-from django.db import connection
+from django.db import connection, transaction
 
 from agents.schema import HistoryConfig
 from inference.ledger.tokens import estimate_tokens
 from inference.models import StoredMessage
-from inference.providers.types import Message
+from inference.providers.types import Message, Role
+
+# What the cache may hold, in characters of message text (plus a row's overhead each):
+# about 20 MB at most, whatever the number of users.
+CACHE_CHARACTERS = 16 * 1024 * 1024
+_ROW_OVERHEAD = 200
+
+
+@dataclass(frozen=True)
+class CachedConversation:
+    count: int  # the rows the conversation had
+    newest: int  # and its newest row's id, when these messages were read
+    limit: int  # how many of the newest rows were read
+    messages: tuple[Message, ...]  # those rows, oldest first
+
+    @property
+    def size(self) -> int:
+        return sum(len(message.content) + _ROW_OVERHEAD for message in self.messages)
+
+
+class HistoryCache:
+    """The newest messages of recently served conversations, least recently used out
+    first. Used from the database threads."""
+
+    def __init__(self, characters: int = CACHE_CHARACTERS) -> None:
+        self._capacity = characters
+        self._size = 0
+        self._conversations: OrderedDict[tuple[str, str], CachedConversation] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(
+        self, key: tuple[str, str], count: int, newest: int, limit: int
+    ) -> CachedConversation | None:
+        with self._lock:
+            found = self._conversations.get(key)
+            if found is None or (found.count, found.newest) != (count, newest):
+                return None
+            if found.limit < limit and found.count > len(found.messages):
+                return None  # read with a smaller max_messages than asked now
+            self._conversations.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[str, str], conversation: CachedConversation) -> None:
+        with self._lock:
+            self._drop(key)
+            if conversation.size > self._capacity:
+                return
+            self._conversations[key] = conversation
+            self._size += conversation.size
+            while self._size > self._capacity:
+                self._drop(next(iter(self._conversations)))
+
+    def append(self, key: tuple[str, str], rows: Sequence[StoredMessage]) -> None:
+        """What a committed write of this process added (ids in order)."""
+        with self._lock:
+            found = self._conversations.get(key)
+        if found is None or any(row.pk is None for row in rows):
+            return
+        added = tuple(Message(role=_role(row.role), content=row.content) for row in rows)
+        messages = (*found.messages, *added)[-found.limit :]
+        newest = max(row.pk for row in rows)
+        self.put(key, CachedConversation(found.count + len(rows), newest, found.limit, messages))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._conversations.clear()
+            self._size = 0
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        if (dropped := self._conversations.pop(key, None)) is not None:
+            self._size -= dropped.size
+
+
+HISTORY_CACHE = HistoryCache()
 
 
 def load_history(user_id: str, model: str, limits: HistoryConfig) -> list[Message]:
     """The newest turns that fit ``max_messages`` and ``max_tokens``, oldest first."""
     if limits.max_messages == 0:
         return []
+    key = (user_id, model)
     with connection.cursor() as cursor:
-        cursor.execute(
-            _newest_messages_sql(connection.vendor, limits.max_messages), [user_id, model]
-        )
-        rows = cursor.fetchall()
+        cursor.execute(_version_sql(connection.vendor), [user_id, model])
+        count, newest = cursor.fetchone()
+        newest = newest or 0
+        conversation = HISTORY_CACHE.get(key, count, newest, limits.max_messages)
+        if conversation is None:
+            cursor.execute(
+                _newest_messages_sql(connection.vendor, limits.max_messages), [user_id, model]
+            )
+            rows = cursor.fetchall()
+            messages = tuple(
+                Message(role=role, content=content) for role, content in reversed(rows)
+            )
+            conversation = CachedConversation(count, newest, limits.max_messages, messages)
+            HISTORY_CACHE.put(key, conversation)
+    return _window(conversation.messages[-limits.max_messages :], limits.max_tokens)
+
+
+def _window(newest: Sequence[Message], max_tokens: int) -> list[Message]:
+    """The newest of ``newest`` (oldest first) within ``max_tokens``, starting with a user
+    turn: a replay that starts with the assistant confuses providers that require one."""
     kept: list[Message] = []
-    budget = limits.max_tokens
-    for role, content in rows:
-        budget -= estimate_tokens(content)
+    budget = max_tokens
+    for message in reversed(newest):
+        budget -= estimate_tokens(message.content)
         if budget < 0:
             break
-        kept.append(Message(role=role, content=content))
+        kept.append(message)
     kept.reverse()
-    # A replay that starts with the assistant confuses providers that require a user turn first.
-    while kept and kept[0].role != "user":
-        kept.pop(0)
-    return kept
+    start = next((index for index, message in enumerate(kept) if message.role == "user"), len(kept))
+    return kept[start:]
+
+
+@cache
+def _version_sql(vendor: str) -> str:
+    """The row count and newest id of a user's conversation with a model (the user id and
+    the model as parameters): an index range scan, no message text read."""
+    table = connection.ops.quote_name(StoredMessage._meta.db_table)
+    return f"SELECT COUNT(*), MAX(id) FROM {table} WHERE user_id = %s AND model = %s"
 
 
 @cache
@@ -52,11 +161,30 @@ def _newest_messages_sql(vendor: str, limit: int) -> str:
     return sql
 
 
+def store_history(rows: list[StoredMessage]) -> None:
+    """Insert ``rows`` (the caller holds the transaction); once committed, this process's
+    cached conversations have them too."""
+    StoredMessage.objects.bulk_create(rows)
+    by_conversation: dict[tuple[str, str], list[StoredMessage]] = {}
+    for row in rows:
+        by_conversation.setdefault((row.user_id, row.model), []).append(row)
+
+    def cache_them() -> None:
+        for key, added in by_conversation.items():
+            HISTORY_CACHE.append(key, added)
+
+    transaction.on_commit(cache_them)
+
+
 def history_rows(user_id: str, model: str, user_text: str, reply: str) -> list[StoredMessage]:
     return [
         StoredMessage(user_id=user_id, model=model, role="user", content=_storable(user_text)),
         StoredMessage(user_id=user_id, model=model, role="assistant", content=_storable(reply)),
     ]
+
+
+def _role(role: str) -> Role:
+    return "user" if role == "user" else "assistant"
 
 
 def _storable(text: str) -> str:

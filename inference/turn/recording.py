@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from inference.ledger.history import history_rows
-from inference.models import BudgetReservation, LedgerEntry, StoredMessage, ToolExchange
+from inference.ledger.history import history_rows, store_history
+from inference.models import BudgetReservation, LedgerEntry, ToolExchange
 from inference.providers.types import ToolCall, Usage
 from inference.routing.deployments import Deployment
 from inference.tools.exchanges import tool_exchange_rows
@@ -66,7 +66,7 @@ def record_turns(records: Sequence[TurnRecord]) -> None:
         )
     ]
     if history:
-        StoredMessage.objects.bulk_create(history)
+        store_history(history)
     exchanges = [
         row
         for record in records

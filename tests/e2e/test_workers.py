@@ -109,6 +109,47 @@ def test_workers_share_history_and_ledger_exactly(
     assert sorted(replayed[:-1]) == sorted(texts)
 
 
+def test_workers_replay_each_others_replies_from_their_history_caches(
+    workers: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    """Each worker keeps the conversations it serves in memory; a reply written through
+    one is replayed by the other on the user's next request, and a worker's own replies
+    too (from its cache)."""
+    user = f"user-{uuid.uuid4().hex[:12]}"
+    first, second = workers.worker_pids()
+    asked: list[str] = []
+    for index, worker in enumerate([first, second, first, first, second, second, first]):
+        time.sleep(DEFER_SECONDS + 0.5)  # no deferred write holds SQLite's lock (above)
+        with workers.only(worker):
+            response = ask(workers, user, f"turn {index}")
+        assert response.status_code == 200, response.text
+        sent = fakes["openai"].last.body["messages"]
+        assert [m["content"] for m in sent if m["role"] == "user"] == [*asked, f"turn {index}"]
+        assert [m["content"] for m in sent if m["role"] == "assistant"] == [
+            f"You said: {text}" for text in asked
+        ]
+        asked.append(f"turn {index}")
+    assert serving_pids(workers, user) == {first, second}
+
+
+def test_workers_keep_a_budget_exact_turn_by_turn(workers: GatewayServer) -> None:
+    """Requests alternating between the workers, each after the last was answered: the
+    cap admits exactly its share, on whichever worker the request lands."""
+    user = f"user-{uuid.uuid4().hex[:12]}"
+    cap = str(5 * TOKENS_PER_CALL)
+    statuses = []
+    for index, worker in enumerate(workers.worker_pids() * 4):
+        time.sleep(DEFER_SECONDS + 0.5)
+        with workers.only(worker):
+            statuses.append(ask(workers, user, f"q{index}", tokens_per_day=cap).status_code)
+    assert statuses == [200] * 5 + [429] * 3
+    with database(workers) as db:
+        billed = db.execute(
+            "SELECT SUM(total_tokens) FROM inference_ledgerentry WHERE user_id = ?", (user,)
+        ).fetchone()[0]
+    assert billed == 5 * TOKENS_PER_CALL
+
+
 def test_workers_both_refuse_a_user_at_the_cap(workers: GatewayServer) -> None:
     user = f"user-{uuid.uuid4().hex[:12]}"
     with ThreadPoolExecutor(4) as pool:

@@ -1,9 +1,13 @@
 """Ledger windows, reservations, Retry-After arithmetic and history trimming, against a
 real database."""
 
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from agents.loader import load_config_data
 from agents.schema import HistoryConfig
@@ -18,8 +22,15 @@ from inference.ledger.budgets import (
     retry_after,
     usage_in_windows,
 )
-from inference.ledger.history import load_history
+from inference.ledger.history import (
+    HISTORY_CACHE,
+    CachedConversation,
+    HistoryCache,
+    load_history,
+    store_history,
+)
 from inference.models import BudgetReservation, LedgerEntry, StoredMessage
+from inference.providers.types import Message
 from inference.turn.options import parse_options
 from inference.turn.preparation import _before_the_call
 from inference.wire.chat_body import ChatCompletionIn
@@ -29,6 +40,15 @@ NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
 HOUR = TokenCap(window="hour", seconds=3600, cap=100)
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def empty_history_cache() -> Iterator[None]:
+    """Each test's rows are rolled back, and their ids used again by the next test: a
+    conversation cached by one test must not answer for another's."""
+    HISTORY_CACHE.clear()
+    yield
+    HISTORY_CACHE.clear()
 
 
 def bill(user: str, tokens: int, seconds_ago: float) -> None:
@@ -119,6 +139,98 @@ def test_history_is_isolated_per_user_and_model() -> None:
     store("u", "n", ("user", "other model"), ("assistant", "ok"))
     history = load_history("u", "m", HistoryConfig())
     assert [m.content for m in history] == ["mine", "ok"]
+
+
+type Commits = Callable[..., AbstractContextManager[list[Callable[[], None]]]]
+
+
+def written_by_this_process(
+    commits: Commits, user: str, model: str, *turns: tuple[str, str]
+) -> None:
+    """``turns`` written as the turn recorder writes them, committed."""
+    with commits(execute=True), transaction.atomic():
+        store_history(
+            [
+                StoredMessage(user_id=user, model=model, role=role, content=content)
+                for role, content in turns
+            ]
+        )
+
+
+def replayed(user: str = "u", limits: HistoryConfig | None = None) -> tuple[list[str], int]:
+    """The replayed contents, and how many queries reading them took."""
+    with CaptureQueriesContext(connection) as queries:
+        history = load_history(user, "m", limits or HistoryConfig())
+    return [message.content for message in history], len(queries)
+
+
+def test_a_conversation_this_process_wrote_is_replayed_from_its_cache(
+    django_capture_on_commit_callbacks: Commits,
+) -> None:
+    written_by_this_process(
+        django_capture_on_commit_callbacks, "u", "m", ("user", "q1"), ("assistant", "a1")
+    )
+    assert replayed() == (["q1", "a1"], 2)  # the version, then the rows
+    written_by_this_process(
+        django_capture_on_commit_callbacks, "u", "m", ("user", "q2"), ("assistant", "a2")
+    )
+    assert replayed() == (["q1", "a1", "q2", "a2"], 1)  # the version only
+
+
+def test_a_turn_written_elsewhere_is_read_again(
+    django_capture_on_commit_callbacks: Commits,
+) -> None:
+    written_by_this_process(
+        django_capture_on_commit_callbacks, "u", "m", ("user", "q1"), ("assistant", "a1")
+    )
+    assert replayed() == (["q1", "a1"], 2)
+    store("u", "m", ("user", "from another process"), ("assistant", "a2"))  # not through the cache
+    written_by_this_process(
+        django_capture_on_commit_callbacks, "u", "m", ("user", "q3"), ("assistant", "a3")
+    )
+    contents, _ = replayed()
+    assert contents == ["q1", "a1", "from another process", "a2", "q3", "a3"]
+
+
+def test_an_erased_conversation_is_not_replayed(
+    django_capture_on_commit_callbacks: Commits,
+) -> None:
+    written_by_this_process(
+        django_capture_on_commit_callbacks, "u", "m", ("user", "q1"), ("assistant", "a1")
+    )
+    assert replayed() == (["q1", "a1"], 2)
+    StoredMessage.objects.filter(user_id="u").delete()
+    assert replayed() == ([], 2)
+
+
+def test_a_larger_max_messages_reads_the_rows_again() -> None:
+    store(
+        "u", "m", *[("user" if index % 2 == 0 else "assistant", f"m{index}") for index in range(8)]
+    )
+    assert replayed(limits=HistoryConfig(max_messages=2)) == (["m6", "m7"], 2)
+    assert replayed(limits=HistoryConfig(max_messages=2)) == (["m6", "m7"], 1)
+    contents, queries = replayed(limits=HistoryConfig(max_messages=4))
+    assert (contents, queries) == (["m4", "m5", "m6", "m7"], 2)
+
+
+def test_the_cache_keeps_the_most_recently_used_conversations_within_its_size() -> None:
+    cache = HistoryCache(characters=1400)
+
+    def conversation(newest: int) -> CachedConversation:  # 451 characters with overhead
+        return CachedConversation(
+            2, newest, 50, (Message("user", "q" * 50), Message("assistant", "a"))
+        )
+
+    for user, newest in (("a", 1), ("b", 2), ("c", 3)):
+        cache.put((user, "m"), conversation(newest))
+    assert cache.get(("a", "m"), 2, 1, 50) is not None  # a is now the most recently used
+    assert cache.get(("a", "m"), 2, 9, 50) is None  # a newer version is a miss
+    cache.put(("d", "m"), conversation(4))
+    found = {
+        user: cache.get((user, "m"), 2, newest, 50) is not None
+        for user, newest in (("a", 1), ("b", 2), ("c", 3), ("d", 4))
+    }
+    assert found == {"a": True, "b": False, "c": True, "d": True}
 
 
 def test_a_reservation_holds_the_budget_until_released() -> None:
