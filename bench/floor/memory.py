@@ -4,11 +4,14 @@
 Starts the fake OpenAI upstream (in this process) and the gateway (``--workers N``,
 SQLite, history replay on: up to 20 turns per user), then sends ``--requests`` chat
 requests from ``--clients`` concurrent clients: every other one streamed, every fifth with
-a token budget, spread over ``--users`` users. It samples the RSS of each server process
+a token budget, spread over ``--users`` users. With ``--production``, the gateway has the
+production config of ``bench.floor.production`` (history, cost, API keys, the trace store,
+deployments), each user calling with a key of their own. It samples the RSS of each server process
 (the supervisor and its workers under ``--workers``) along the way; the figures at the
 end come last.
 
     .venv/bin/python -m bench.floor.memory [--requests 100000] [--clients 16] [--workers 1]
+        [--users 200] [--production]
 """
 
 import argparse
@@ -20,6 +23,8 @@ from pathlib import Path
 import httpx
 import psutil
 
+from bench.floor import production
+from bench.harness.processes import mint_key
 from bench.harness.workload import bench_config, mixed_body
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.server import GatewayServer
@@ -41,7 +46,12 @@ def server_rss_mb(pid: int) -> dict[int, float]:
 
 
 async def send(
-    server: GatewayServer, fake: OpenAIUpstream, requests: int, clients: int, users: int
+    server: GatewayServer,
+    fake: OpenAIUpstream,
+    requests: int,
+    clients: int,
+    users: int,
+    keys: tuple[str, ...] = (),
 ) -> int:
     """Send the requests; the number that failed."""
     counter = iter(range(requests))
@@ -54,8 +64,9 @@ async def send(
         async def client_loop() -> None:
             nonlocal failed
             for index in counter:
+                headers = {"Authorization": f"Bearer {keys[index % users]}"} if keys else None
                 response = await client.post(
-                    "/v1/chat/completions", json=mixed_body("bench", index, users)
+                    "/v1/chat/completions", json=mixed_body("bench", index, users), headers=headers
                 )
                 failed += response.status_code != 200
                 if (index + 1) % report_every == 0:
@@ -75,14 +86,20 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--users", type=int, default=200)
+    parser.add_argument("--production", action="store_true", help="the production config")
     options = parser.parse_args()
     fake = OpenAIUpstream().start()
-    config = bench_config(fake.base_url, "history: {max_messages: 40, max_tokens: 100000}\n")
+    if options.production:
+        config = production.config(fake.base_url, "production")
+    else:
+        config = bench_config(fake.base_url, "history: {max_messages: 40, max_tokens: 100000}\n")
     with tempfile.TemporaryDirectory() as workdir:
         server = GatewayServer(Path(workdir), config, workers=options.workers).start()
         try:
+            users = range(options.users) if options.production else ()
+            keys = tuple(mint_key(server, f"bench-user-{user}") for user in users)
             failed = asyncio.run(
-                send(server, fake, options.requests, options.clients, options.users)
+                send(server, fake, options.requests, options.clients, options.users, keys)
             )
             sizes = server_rss_mb(server.pid)
         finally:

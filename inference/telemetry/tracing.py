@@ -21,7 +21,6 @@ from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -64,6 +63,10 @@ class _Exporter:
             else ParentBased(TraceIdRatioBased(config.sample_rate))
         )
         headers = dict(config.headers) or None  # None: OTEL_EXPORTER_OTLP_HEADERS applies
+        # Loaded when an exporter is configured: the exporter and protobuf take 3.6 MB that
+        # a process exporting nothing does not need.
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
         self.processor: SpanProcessor = BatchSpanProcessor(
             OTLPSpanExporter(endpoint=url, headers=headers)
         )
