@@ -53,6 +53,17 @@ MIDDLEWARE = [
     "adminui.access.auth.AdminAuthMiddleware",
     "adminui.access.guard.AdminGuardMiddleware",
 ]
+# What a /v1 request passes through (gateway.handler): the request context, the OpenAI
+# error shape, auth.proxy, the security headers and Content-Length. The admin's
+# middleware (htmx, sessions, CSRF, the admin's errors, login and guard) has nothing to do
+# there.
+V1_MIDDLEWARE = [
+    "gateway.middleware.RequestContextMiddleware",
+    "inference.api.middleware.OpenAIErrorMiddleware",
+    "inference.api.middleware.ProxyAuthMiddleware",
+    "core.inlinemiddleware.SecurityMiddleware",
+    "core.inlinemiddleware.CommonMiddleware",
+]
 
 # The admin's login session (auth.admin.oidc): a signed cookie, so every server process
 # sharing GATEWAY_SECRET_KEY accepts it without a session table.

@@ -6,6 +6,7 @@ import math
 import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack, aclosing
+from functools import lru_cache
 from typing import Any
 
 import httpx
@@ -165,7 +166,7 @@ class Provider:
     ) -> httpx.Request:
         return self.client.build_request(
             "POST",
-            url,
+            _parsed_url(url),
             content=fastjson.dumps(body),
             headers=self._json_headers(headers),
             timeout=self._http_timeout,
@@ -388,3 +389,10 @@ def retry_seconds(text: str) -> float | None:
     if not math.isfinite(seconds) or seconds < 0:
         return None
     return min(float(MAX_RETRY_AFTER), seconds)
+
+
+@lru_cache(maxsize=1024)
+def _parsed_url(url: str) -> httpx.URL:
+    """``url`` parsed once: httpx parses a URL given as text on every request (about
+    40 us, half of building the request)."""
+    return httpx.URL(url)
