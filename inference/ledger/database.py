@@ -18,10 +18,13 @@ and which cost about a tenth of a request's CPU when every request made two hops
 import asyncio
 import contextvars
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
+from django.db.models import Field, Model
+from django.db.models.sql import InsertQuery
 
 DATABASE_THREADS = 3
 _threads = ThreadPoolExecutor(max_workers=DATABASE_THREADS, thread_name_prefix="database")
@@ -38,3 +41,47 @@ def _with_usable_connection[**P, R](
 ) -> R:
     close_old_connections()
     return function(*args, **kwargs)
+
+
+def insert_rows(rows: Sequence[Model], ids: bool = False) -> None:
+    """Insert ``rows`` (instances of one model) with one statement; ``ids``: set each
+    row's id from the database. Like ``bulk_create``, whose SQL the ORM builds here only
+    once per model and number of rows: building it for every write cost three times what
+    the insert did (about 400 us against 150 for a turn's two history rows)."""
+    if not rows:
+        return
+    insert = _insert_statement(connection.vendor, type(rows[0]), len(rows), ids)
+    values = [
+        [field.get_db_prep_save(field.pre_save(row, True), connection) for field in insert.fields]
+        for row in rows
+    ]
+    # PostgreSQL inserts several rows from one array per column (UNNEST).
+    if insert.columnar:
+        params = [list(column) for column in zip(*values, strict=True)]
+    else:
+        params = [value for row in values for value in row]
+    with connection.cursor() as cursor:
+        cursor.execute(insert.statement, params)
+        if ids:
+            for row, (pk,) in zip(rows, cursor.fetchall(), strict=True):
+                row.pk = pk
+
+
+@dataclass(frozen=True)
+class _Insert:
+    statement: str
+    fields: list[Field]  # type: ignore[type-arg]  # the columns, in the statement's order
+    columnar: bool  # the parameters are one array per column, not one value per cell
+
+
+@functools.cache
+def _insert_statement(vendor: str, model: type[Model], count: int, ids: bool) -> _Insert:
+    """The INSERT of ``count`` rows of ``model`` (every column but the id), returning
+    their ids when ``ids``, as the ORM writes it."""
+    fields = [field for field in model._meta.concrete_fields if field is not model._meta.pk]
+    query = InsertQuery(model)
+    query.insert_values(fields, [model() for _ in range(count)])
+    compiler = query.get_compiler(connection=connection)
+    compiler.returning_fields = [model._meta.pk] if ids else None
+    [(statement, params)] = compiler.as_sql()
+    return _Insert(statement, fields, columnar=count > 1 and len(params) == len(fields))

@@ -21,6 +21,7 @@ from functools import cache
 from django.db import connection, transaction
 
 from agents.schema import HistoryConfig
+from inference.ledger.database import insert_rows
 from inference.ledger.tokens import estimate_tokens
 from inference.models import StoredMessage
 from inference.providers.types import Message, Role
@@ -164,7 +165,7 @@ def _newest_messages_sql(vendor: str, limit: int) -> str:
 def store_history(rows: list[StoredMessage]) -> None:
     """Insert ``rows`` (the caller holds the transaction); once committed, this process's
     cached conversations have them too."""
-    StoredMessage.objects.bulk_create(rows)
+    insert_rows(rows, ids=True)
     by_conversation: dict[tuple[str, str], list[StoredMessage]] = {}
     for row in rows:
         by_conversation.setdefault((row.user_id, row.model), []).append(row)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from inference.ledger.database import insert_rows
 from inference.ledger.history import history_rows, store_history
 from inference.models import BudgetReservation, LedgerEntry, ToolExchange
 from inference.providers.types import ToolCall, Usage
@@ -48,7 +49,7 @@ class TurnRecord:
 
 def record_turns(records: Sequence[TurnRecord]) -> None:
     """Write ``records`` (the writer holds the transaction)."""
-    LedgerEntry.objects.bulk_create([_ledger_row(record) for record in records])
+    insert_rows([_ledger_row(record) for record in records])
     reservations = [
         record.turn.reservation for record in records if record.turn.reservation is not None
     ]
