@@ -16,7 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 from django.db import connection, transaction
 
@@ -39,8 +39,9 @@ class CachedConversation:
     limit: int  # how many of the newest rows were read
     messages: tuple[Message, ...]  # those rows, oldest first
 
-    @property
+    @cached_property
     def size(self) -> int:
+        """Read when the conversation is cached and again when it leaves."""
         return sum(len(message.content) + _ROW_OVERHEAD for message in self.messages)
 
 
