@@ -27,6 +27,7 @@ from django.db.models import Field, Model
 from django.db.models.sql import InsertQuery
 
 DATABASE_THREADS = 3
+MAX_CHUNK = 64  # rows in one INSERT of one placeholder per cell
 _threads = ThreadPoolExecutor(max_workers=DATABASE_THREADS, thread_name_prefix="database")
 
 
@@ -43,19 +44,44 @@ def _with_usable_connection[**P, R](
     return function(*args, **kwargs)
 
 
+@dataclass(frozen=True)
+class _Insert:
+    statement: str
+    fields: list[Field]  # type: ignore[type-arg]  # the columns, in the statement's order
+    columnar: bool  # the parameters are one array per column, not one value per cell
+
+
 def insert_rows(rows: Sequence[Model], ids: bool = False) -> None:
-    """Insert ``rows`` (instances of one model) with one statement; ``ids``: set each
-    row's id from the database. Like ``bulk_create``, whose SQL the ORM builds here only
-    once per model and number of rows: building it for every write cost three times what
-    the insert did (about 400 us against 150 for a turn's two history rows)."""
+    """Insert ``rows`` (instances of one model); ``ids``: set each row's id from the
+    database. Like ``bulk_create``, whose SQL the ORM builds here only once per model and
+    number of rows: building it for every write cost three times what the insert did
+    (about 400 us against 150 for a turn's two history rows).
+
+    Where a statement holds one placeholder per cell (SQLite), the rows go in chunks of a
+    power of two, so a process prepares a handful of statement shapes per model, not one
+    per batch size: SQLite keeps each connection's prepared statements (128 of them), and
+    the writer's batches of every size from 1 to a few dozen rows made it hold tens of MB."""
     if not rows:
         return
-    insert = _insert_statement(connection.vendor, type(rows[0]), len(rows), ids)
+    model = type(rows[0])
+    if len(rows) > 1:
+        insert = _insert_statement(connection.vendor, model, 2, ids)
+        if insert.columnar:  # PostgreSQL: one statement for any number of rows
+            _execute(insert, rows, ids)
+            return
+    start = 0
+    while start < len(rows):
+        count = min(MAX_CHUNK, 1 << (len(rows) - start).bit_length() - 1)
+        insert = _insert_statement(connection.vendor, model, count, ids)
+        _execute(insert, rows[start : start + count], ids)
+        start += count
+
+
+def _execute(insert: _Insert, rows: Sequence[Model], ids: bool) -> None:
     values = [
         [field.get_db_prep_save(field.pre_save(row, True), connection) for field in insert.fields]
         for row in rows
     ]
-    # PostgreSQL inserts several rows from one array per column (UNNEST).
     if insert.columnar:
         params = [list(column) for column in zip(*values, strict=True)]
     else:
@@ -65,13 +91,6 @@ def insert_rows(rows: Sequence[Model], ids: bool = False) -> None:
         if ids:
             for row, (pk,) in zip(rows, cursor.fetchall(), strict=True):
                 row.pk = pk
-
-
-@dataclass(frozen=True)
-class _Insert:
-    statement: str
-    fields: list[Field]  # type: ignore[type-arg]  # the columns, in the statement's order
-    columnar: bool  # the parameters are one array per column, not one value per cell
 
 
 @functools.cache

@@ -11,6 +11,7 @@ from typing import Any
 from django.utils import timezone
 
 from core.requestlog import RequestLog
+from inference.ledger.database import insert_rows
 from inference.models import RequestRecord as RequestRecord  # the record, for the admin
 from inference.telemetry.spans import RequestTrace
 from inference.telemetry.tracing import TRACING
@@ -50,9 +51,11 @@ def record_requests(finished: Sequence[tuple[RequestLog, RequestTrace]]) -> None
     database thread, where their rows are built too); every ``PURGE_EVERY`` seconds,
     remove the ones past their retention."""
     global _last_purge
-    RequestRecord.objects.bulk_create(
-        request_row(log, trace.compact(), datetime.fromtimestamp(trace.started_ns / 1e9, UTC))
-        for log, trace in finished
+    insert_rows(
+        [
+            request_row(log, trace.compact(), datetime.fromtimestamp(trace.started_ns / 1e9, UTC))
+            for log, trace in finished
+        ]
     )
     if time.monotonic() - _last_purge >= PURGE_EVERY:
         _last_purge = time.monotonic()
