@@ -40,7 +40,10 @@ class GatewayServer:
         config_path: Path | None = None,
         workers: int = 1,
         extra_env: dict[str, str] | None = None,
+        python: str | None = None,
     ) -> None:
+        """``python``: the interpreter that serves (another virtualenv's), else this one."""
+        self.python = python or sys.executable
         self.workers = workers
         self.extra_env = extra_env or {}
         self.workdir = workdir
@@ -71,7 +74,7 @@ class GatewayServer:
     def start(self, port: int | None = None) -> "GatewayServer":
         """``port``: one the test chose (for a config that names the gateway's own URL)."""
         self.port = port or free_port()
-        serve = [sys.executable, str(PROJECT_DIR / "manage.py"), "serve", "--host", "127.0.0.1"]
+        serve = [self.python, str(PROJECT_DIR / "manage.py"), "serve", "--host", "127.0.0.1"]
         serve += ["--port", str(self.port), "--workers", str(self.workers)]
         with self.log_path.open("ab") as log, self.stdout_path.open("ab") as out:
             self._process = subprocess.Popen(

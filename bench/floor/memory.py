@@ -6,16 +6,21 @@ SQLite, history replay on: up to 20 turns per user), then sends ``--requests`` c
 requests from ``--clients`` concurrent clients: every other one streamed, every fifth with
 a token budget, spread over ``--users`` users. With ``--production``, the gateway has the
 production config of ``bench.floor.production`` (history, cost, API keys, the trace store,
-deployments), each user calling with a key of their own. It samples the RSS of each server process
+deployments), each user calling with a key of their own. ``--python`` serves with
+another virtualenv's interpreter: measure a production install (``requirements.txt``
+only, as ``scripts/serve`` and the Dockerfile set up), since libraries the test extras
+add are loaded by the server when present (httpx loads rich, click and pygments for its
+command line; django.test, which ninja imports, loads jinja2). It samples the RSS of each server process
 (the supervisor and its workers under ``--workers``) along the way; the figures at the
 end come last.
 
     .venv/bin/python -m bench.floor.memory [--requests 100000] [--clients 16] [--workers 1]
-        [--users 200] [--production]
+        [--users 200] [--production] [--python .venv-production/bin/python]
 """
 
 import argparse
 import asyncio
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -87,6 +92,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--users", type=int, default=200)
     parser.add_argument("--production", action="store_true", help="the production config")
+    parser.add_argument("--python", help="the interpreter that serves (default: this one)")
     options = parser.parse_args()
     fake = OpenAIUpstream().start()
     if options.production:
@@ -94,7 +100,9 @@ def main() -> None:
     else:
         config = bench_config(fake.base_url, "history: {max_messages: 40, max_tokens: 100000}\n")
     with tempfile.TemporaryDirectory() as workdir:
-        server = GatewayServer(Path(workdir), config, workers=options.workers).start()
+        server = GatewayServer(
+            Path(workdir), config, workers=options.workers, python=options.python
+        ).start()
         try:
             users = range(options.users) if options.production else ()
             keys = tuple(mint_key(server, f"bench-user-{user}") for user in users)
@@ -106,6 +114,7 @@ def main() -> None:
             server.stop()
             fake.stop()
     print(f"\nrequests: {options.requests}, errors: {failed}, workers: {options.workers}")
+    print(f"served by {options.python or sys.executable}")
     for pid, mb in sizes.items():
         verdict = "met" if mb < TARGET_MB else "MISSED"
         print(f"RSS of process {pid}: {mb:.1f} MB (target < {TARGET_MB} MB: {verdict})")

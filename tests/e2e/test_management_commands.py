@@ -6,9 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 from django.contrib.auth.hashers import check_password
 
-from tests.server import PROJECT_DIR
+from tests.server import PROJECT_DIR, GatewayServer
 
 
 def manage(
@@ -114,3 +115,9 @@ def test_serve_reports_a_config_that_is_not_utf8(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert f"the config file {config} is not UTF-8 text" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_serve_caps_the_malloc_arenas_of_the_server(
+    gateway: GatewayServer,
+) -> None:
+    assert psutil.Process(gateway.pid).environ()["MALLOC_ARENA_MAX"] == "2"

@@ -1,9 +1,9 @@
 """insert_rows: the writer's batched inserts, in few statement shapes, ids in row order."""
 
-import pytest
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from django.db import connection
 
 from inference.ledger.database import insert_rows
