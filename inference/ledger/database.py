@@ -71,7 +71,7 @@ def insert_rows(rows: Sequence[Model], ids: bool = False) -> None:
             return
     start = 0
     while start < len(rows):
-        count = min(MAX_CHUNK, 1 << (len(rows) - start).bit_length() - 1)
+        count = min(MAX_CHUNK, 1 << ((len(rows) - start).bit_length() - 1))
         insert = _insert_statement(connection.vendor, model, count, ids)
         _execute(insert, rows[start : start + count], ids)
         start += count
