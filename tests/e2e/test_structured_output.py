@@ -6,10 +6,13 @@ The session gateway runs with the default ``structured_output.max_repairs`` of 2
 import json
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
 from tests.fakes.base import FakeUpstream, Reply
+from tests.polling import wait_for
+from tests.server import GatewayServer
 from tests.upstreams import FAKE_CLASSES, received
 
 KINDS = list(FAKE_CLASSES)
@@ -60,6 +63,17 @@ NATIVE = {
     },
     "cohere": {"type": "json_object", "json_schema": SCHEMA},
 }
+
+
+def hour_tokens(gateway: GatewayServer, user_id: str) -> int:
+    usage = httpx.get(
+        f"{gateway.url}/admin/usage",
+        params={"user": user_id},
+        headers={"Accept": "application/json"},
+        timeout=10,
+    )
+    tokens: int = usage.json()["windows"]["hour"]
+    return tokens
 
 
 def ask(client: openai.OpenAI, kind: str, user_id: str, **options: Any) -> Any:
@@ -213,11 +227,18 @@ def test_stream_that_never_validates_is_an_http_502_not_a_started_stream(
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_tokens_of_replies_that_never_validated_are_still_billed(
-    kind: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+    kind: str,
+    client: openai.OpenAI,
+    gateway: GatewayServer,
+    fakes: dict[str, FakeUpstream],
+    user_id: str,
 ) -> None:
     fakes[kind].script(*[Reply.of_text(INVALID, prompt_tokens=10, completion_tokens=5)] * 3)
     with pytest.raises(openai.APIStatusError):
         ask(client, kind, user_id, response_format=RESPONSE_FORMAT)
+    # A turn without a cap is answered before its ledger row commits (docs/api.md,
+    # "Token budgets"): the row is awaited here, not raced.
+    wait_for(lambda: hour_tokens(gateway, user_id) == 45, "the failed turn's ledger row")
 
     # Three attempts of 15 tokens: a cap of 45 is reached, one of 46 is not.
     with pytest.raises(openai.RateLimitError):
