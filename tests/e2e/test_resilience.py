@@ -280,17 +280,26 @@ def test_a_dead_deployment_is_skipped_once_its_circuit_opens_and_probed_after_co
     dead = ends["openai-dead"]
     dead.answer_when(lambda recorded: True, Reply.of_error(503, "dead"))
 
-    # The dead one is picked first (weight 100000 to 1), fails, the spare answers.
-    for _ in range(3):
+    # The dead one is picked first (weight 100000 to 1), fails, the spare answers. The
+    # circuit opens on the third failure: between `earliest` and `latest`.
+    for _ in range(2):
         assert ask(server, "breaker").headers["x-gateway-upstream"] == "openai-spare/gpt-b"
+    earliest = time.monotonic()
+    assert ask(server, "breaker").headers["x-gateway-upstream"] == "openai-spare/gpt-b"
+    latest = time.monotonic()
     assert len(dead.requests) == 3
-    opened = time.monotonic()
 
+    probes = 0
     for _ in range(5):
+        sent = time.monotonic()
         response = ask(server, "breaker")
-        assert response.headers["x-gateway-attempts"] == "1"
-    if time.monotonic() - opened < 1:  # still within the cooldown: the dead one was skipped
-        assert len(dead.requests) == 3
+        if response.headers["x-gateway-attempts"] != "1":
+            # The dead one was probed: only after the cooldown (on a slow machine); it
+            # failed, and its circuit opened again.
+            assert time.monotonic() - earliest >= 1
+            probes += 1
+            earliest, latest = sent, time.monotonic()
+    assert len(dead.requests) == 3 + probes
     labels = {"provider": "openai-dead", "model": "gpt-b"}
     state = httpx.get(
         f"{server.url}/admin/providers/openai-dead/state", headers=JSON, timeout=10
@@ -303,7 +312,7 @@ def test_a_dead_deployment_is_skipped_once_its_circuit_opens_and_probed_after_co
     )
 
     dead.reset()  # it recovers
-    time.sleep(max(0.0, opened + 1.1 - time.monotonic()))
+    time.sleep(max(0.0, latest + 1.1 - time.monotonic()))
     response = ask(server, "breaker")
 
     assert response.headers["x-gateway-upstream"] == "openai-dead/gpt-b"  # the probe
