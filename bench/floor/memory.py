@@ -7,12 +7,12 @@ requests from ``--clients`` concurrent clients: every other one streamed, every 
 a token budget, spread over ``--users`` users. With ``--production``, the gateway has the
 production config of ``bench.floor.production`` (history, cost, API keys, the trace store,
 deployments), each user calling with a key of their own. ``--python`` serves with
-another virtualenv's interpreter: measure a production install (``requirements.txt``
-only, as ``scripts/serve`` and the Dockerfile set up), since libraries the test extras
-add are loaded by the server when present (httpx loads rich, click and pygments for its
-command line; django.test, which ninja imports, loads jinja2). It samples the RSS of each server process
-(the supervisor and its workers under ``--workers``) along the way; the figures at the
-end come last.
+another virtualenv's interpreter, to measure a production install (``requirements.txt``
+only, as ``scripts/serve`` and the Dockerfile set up): the server loads some libraries of
+the test extras when they are installed (httpx loads rich, click and pygments for its
+command line; django.test, which ninja imports, loads jinja2). It samples the RSS of each
+server process (the supervisor and its workers under ``--workers``) along the way; the
+figures at the end come last.
 
     .venv/bin/python -m bench.floor.memory [--requests 100000] [--clients 16] [--workers 1]
         [--users 200] [--production] [--python .venv-production/bin/python]
