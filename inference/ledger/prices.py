@@ -8,15 +8,15 @@ unknown, never guessed.
 cost = uncached input * input + cache reads * cache_read + cache writes * cache_write
 + output (reasoning included) * output, each price in USD per million tokens, so a
 price times a token count is micro-USD.
+
+genai-prices (1.6 MB, and 4 MB more for its table) is loaded by the first price looked up
+in the table: a process whose prices all come from the config never loads it.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import cache
-
-from genai_prices import Usage as PricedUsage
-from genai_prices import calc_price
-from genai_prices.types import ModelPrice
 
 from agents.schema import Config
 from inference.providers.types import Usage
@@ -34,26 +34,20 @@ _TABLE_PROVIDERS = {
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million tokens; ``tiered``: genai-prices' own price, when it depends on
-    the prompt's size (computed by the package for each call)."""
+    """USD per million tokens; ``tiered``: the micro-USD of a call by genai-prices' own
+    price, when that depends on the prompt's size (computed by the package for each call)."""
 
     input: float
     output: float
     cache_read: float
     cache_write: float
-    tiered: ModelPrice | None = None
+    tiered: Callable[[Usage], int] | None = None
 
     def cost(self, usage: Usage) -> int:
         """Micro-USD of ``usage``."""
-        cached, writes = usage.cached_tokens or 0, usage.cache_write_tokens or 0
         if self.tiered is not None:
-            priced = PricedUsage(
-                input_tokens=usage.prompt_tokens,
-                cache_read_tokens=cached,
-                cache_write_tokens=writes,
-                output_tokens=usage.completion_tokens,
-            )
-            return round(self.tiered.calc_price(priced)["total_price"] * 1_000_000)
+            return self.tiered(usage)
+        cached, writes = usage.cached_tokens or 0, usage.cache_write_tokens or 0
         uncached = max(0, usage.prompt_tokens - cached - writes)
         return round(
             uncached * self.input
@@ -83,6 +77,9 @@ def priced(usage: Usage, price: Price | None) -> Usage:
 
 @cache
 def _table_price(kind: str, model: str) -> Price | None:
+    from genai_prices import Usage as PricedUsage
+    from genai_prices import calc_price
+
     try:
         found = calc_price(
             PricedUsage(input_tokens=0),
@@ -93,7 +90,17 @@ def _table_price(kind: str, model: str) -> Price | None:
         return None
     parts = (found.input_mtok, found.output_mtok, found.cache_read_mtok, found.cache_write_mtok)
     if any(part is not None and not isinstance(part, Decimal) for part in parts):
-        return Price(0, 0, 0, 0, tiered=found)
+
+        def tiered(usage: Usage) -> int:
+            priced = PricedUsage(
+                input_tokens=usage.prompt_tokens,
+                cache_read_tokens=usage.cached_tokens or 0,
+                cache_write_tokens=usage.cache_write_tokens or 0,
+                output_tokens=usage.completion_tokens,
+            )
+            return round(found.calc_price(priced)["total_price"] * 1_000_000)
+
+        return Price(0, 0, 0, 0, tiered=tiered)
     given, output, read, write = (
         float(part) if isinstance(part, Decimal) else None for part in parts
     )

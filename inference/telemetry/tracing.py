@@ -4,9 +4,7 @@
 Spans are recorded when the built-in store keeps them (``telemetry.store``, on by default)
 or when an exporter is on: the config's ``telemetry.otlp_endpoint``, or the standard
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT``. Export goes
-through the OpenTelemetry SDK: a finished request's spans become the SDK's read-only
-spans, handed to a batch processor whose OTLP exporter sends them from its own thread.
-Which traces are exported is the SDK's sampler's decision (a sampled incoming
+through the OpenTelemetry SDK (``inference.telemetry.export``). Which traces are exported is the SDK's sampler's decision (a sampled incoming
 ``traceparent`` is followed, otherwise ``telemetry.sample_rate`` of the traces;
 ``OTEL_TRACES_SAMPLER`` wins when set); the built-in store keeps every request.
 
@@ -17,26 +15,20 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
-from opentelemetry.context import Context
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.sdk.trace.sampling import Decision, ParentBased, Sampler, TraceIdRatioBased
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from agents.schema import TelemetryConfig
 from inference.telemetry.spans import NO_SPAN, Attributes, RequestTrace, Span
 
+if TYPE_CHECKING:
+    from inference.telemetry.export import Exporter
+
 logger = logging.getLogger("gateway.telemetry")
 
 CAPTURE_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-_KINDS = {"server": SpanKind.SERVER, "client": SpanKind.CLIENT, "internal": SpanKind.INTERNAL}
-_SCOPE = InstrumentationScope("agent-gateway")
 _PROPAGATOR = TraceContextTextMapPropagator()
 
 
@@ -51,66 +43,12 @@ def traces_url(config: TelemetryConfig) -> str | None:
     return None
 
 
-class _Exporter:
-    """The SDK's batch processor and OTLP exporter, the sampler and the resource."""
-
-    def __init__(self, url: str, config: TelemetryConfig) -> None:
-        service = os.environ.get("OTEL_SERVICE_NAME", "agent-gateway")
-        self.resource = Resource.create({"service.name": service})
-        self.sampler: Sampler = (
-            TracerProvider().sampler
-            if "OTEL_TRACES_SAMPLER" in os.environ
-            else ParentBased(TraceIdRatioBased(config.sample_rate))
-        )
-        headers = dict(config.headers) or None  # None: OTEL_EXPORTER_OTLP_HEADERS applies
-        # Loaded when an exporter is configured: the exporter and protobuf take 3.6 MB that
-        # a process exporting nothing does not need.
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-        self.processor: SpanProcessor = BatchSpanProcessor(
-            OTLPSpanExporter(endpoint=url, headers=headers)
-        )
-
-    def sampled(self, parent: Context | None, trace_id: int, name: str) -> bool:
-        result = self.sampler.should_sample(parent, trace_id, name, SpanKind.SERVER)
-        return result.decision is Decision.RECORD_AND_SAMPLE
-
-    def export(self, request: RequestTrace) -> None:
-        flags = TraceFlags(TraceFlags.SAMPLED)
-        remote = None
-        if request.remote_parent is not None:
-            remote = SpanContext(request.trace_id, request.remote_parent, True, flags)
-        contexts = {
-            id(span): SpanContext(request.trace_id, span.span_id, False, flags)
-            for span in request.spans
-        }
-        for span in request.spans:
-            parent = contexts[id(span.parent)] if span.parent is not None else remote
-            self.processor.on_end(
-                ReadableSpan(
-                    name=span.name,
-                    context=contexts[id(span)],
-                    parent=parent,
-                    resource=self.resource,
-                    attributes=span.attributes,
-                    kind=_KINDS[span.kind],
-                    status=Status(StatusCode.ERROR if span.error else StatusCode.UNSET),
-                    start_time=span.start_ns,
-                    end_time=span.end_ns or span.start_ns,
-                    instrumentation_scope=_SCOPE,
-                )
-            )
-
-    def shutdown(self) -> None:
-        self.processor.shutdown()
-
-
 class Tracing:
     def __init__(self) -> None:
         self.store = True  # the built-in store keeps each request's spans
         self.capture_content = False
         self.retention_days = 7.0
-        self._exporter: _Exporter | None = None
+        self._exporter: Exporter | None = None
         self._applied: tuple[Any, ...] | None = None
 
     @property
@@ -135,7 +73,11 @@ class Tracing:
         self._applied = wanted
         old, self._exporter = self._exporter, None
         if url is not None:
-            self._exporter = _Exporter(url, config)
+            # The SDK (1.5 MB) and the OTLP exporter with protobuf (3.6 MB more) are loaded
+            # only by a process that exports.
+            from inference.telemetry.export import Exporter
+
+            self._exporter = Exporter(url, config)
             logger.info("exporting traces to %s", url)
         if old is not None:  # it flushes what it still holds, off the event loop
             threading.Thread(target=old.shutdown, name="otel shutdown", daemon=True).start()

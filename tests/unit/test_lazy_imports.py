@@ -1,0 +1,94 @@
+"""Libraries a process loads only when its config needs them (each is a MB or two of
+every worker's memory): joserfc for OpenID Connect, the OpenTelemetry SDK for an
+exporter, genai-prices for a price from its table."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents.loader import load_config_data
+from inference.ledger.prices import price_of
+from inference.providers.types import Usage
+
+ROOT = Path(__file__).resolve().parents[2]
+OPTIONAL = ("joserfc", "opentelemetry.sdk", "genai_prices")
+CONFIG = """\
+providers: {openai: {api_key: sk-test, base_url: 'http://127.0.0.1:9/v1'}}
+agents: [{name: a, provider: openai, model: m, deployments: [{provider: openai, model: m}]}]
+pricing: {"openai/m": {input: 0.4, output: 1.6}}
+auth: {proxy: {api_keys: true}}
+"""
+LOADED = """
+import asyncio, json, os, sys
+os.environ["DJANGO_SETTINGS_MODULE"] = "gateway.settings"
+import gateway.asgi, gateway.urls
+from gateway import runtime
+from inference.ledger.prices import price_of
+asyncio.run(runtime.current().started())
+config = runtime.current().holder.config
+price_of(config, "openai", config.agents[0].model)
+print(json.dumps({name: name in sys.modules for name in %r}))
+"""
+
+
+def loaded_after_start(workdir: Path, config: str) -> dict[str, bool]:
+    (workdir / "gateway.yaml").write_text(config)
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "GATEWAY_CONFIG": "gateway.yaml"}
+    environment.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+    environment.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None)
+    run = subprocess.run(
+        [sys.executable, "-c", LOADED % (OPTIONAL,)],
+        cwd=workdir,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def test_a_process_without_oidc_exporter_or_table_prices_loads_none_of_their_libraries(
+    tmp_path: Path,
+) -> None:
+    assert loaded_after_start(tmp_path, CONFIG) == dict.fromkeys(OPTIONAL, False)
+
+
+def test_an_exporter_loads_the_sdk_and_a_price_from_the_table_loads_genai_prices(
+    tmp_path: Path,
+) -> None:
+    config = CONFIG.replace('pricing: {"openai/m": {input: 0.4, output: 1.6}}\n', "")
+    config = config.replace("model: m,", "model: gpt-4.1-mini,")
+    config += "telemetry: {otlp_endpoint: 'http://127.0.0.1:9'}\n"
+
+    loaded = loaded_after_start(tmp_path, config)
+
+    assert loaded["genai_prices"] and loaded["opentelemetry.sdk"]
+
+
+@pytest.mark.parametrize("prompt_tokens", [1_000, 300_000])
+def test_a_price_tiered_by_prompt_size_is_the_tables_own(prompt_tokens: int) -> None:
+    from genai_prices import Usage as PricedUsage
+    from genai_prices import calc_price
+
+    config = load_config_data(
+        {
+            "providers": {"gemini": {"api_key": "k"}},
+            "agents": [{"name": "a", "provider": "gemini", "model": "gemini-2.5-pro"}],
+        }
+    )
+    usage = Usage(prompt_tokens=prompt_tokens, completion_tokens=500)
+    expected = calc_price(
+        PricedUsage(input_tokens=prompt_tokens, output_tokens=500),
+        "gemini-2.5-pro",
+        provider_id="google",
+    ).total_price
+
+    price = price_of(config, "gemini", "gemini-2.5-pro")
+
+    assert price is not None and price.tiered is not None
+    assert price.cost(usage) == round(float(expected) * 1_000_000)
