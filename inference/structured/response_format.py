@@ -1,19 +1,22 @@
-"""``response_format``: parsing and checking it up front."""
+"""``response_format``: parsing and checking it up front; JSON Schemas (a reply's, a tool's
+parameters) checked, and the validator of replies.
+
+jsonschema, referencing and RE2 (``inference.structured.regex``), about 5 MB of a
+process, are loaded by the first schema checked: a gateway whose requests carry none
+never loads them.
+"""
 
 import json
 from collections.abc import Iterator
-from typing import Any
-
-from jsonschema import validators
-from jsonschema.exceptions import SchemaError
-from jsonschema.protocols import Validator
-from referencing import Registry, Resource
-from referencing.exceptions import NoSuchResource, Unresolvable
-from referencing.jsonschema import DRAFT202012
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from inference.errors import ApiError, invalid_request
 from inference.providers.types import ResponseFormat
-from inference.structured.regex import check_patterns, linear_time
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+    from referencing import Registry
 
 
 def parse_response_format(raw: dict[str, Any] | None) -> ResponseFormat | None:
@@ -54,24 +57,35 @@ def parse_response_format(raw: dict[str, Any] | None) -> ResponseFormat | None:
 MAX_SCHEMA_DEPTH = 64
 
 
-def _refuse_retrieval(uri: str) -> Resource:
-    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # an attrs class the stubs miss
+@cache
+def _local_only() -> "Registry":
+    """The registry of references: the schema comes from the client, and following its
+    remote $refs would let any client make the gateway fetch any URL. Only references
+    inside the schema itself resolve."""
+    from referencing import Registry
+    from referencing.exceptions import NoSuchResource
+
+    def refuse_retrieval(uri: str) -> Any:
+        raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # an attrs class the stubs miss
+
+    return Registry(retrieve=refuse_retrieval)  # type: ignore[call-arg]
 
 
-# The schema comes from the client: following its remote $refs would let any client make
-# the gateway fetch any URL. Only references inside the schema itself resolve.
-_LOCAL_ONLY: Registry = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
-
-
-def schema_validator(schema: dict[str, Any]) -> Validator:
+def schema_validator(schema: dict[str, Any]) -> "Validator":
     """The validator of replies against ``schema``: its regexes run on RE2."""
+    from jsonschema import validators
+
+    from inference.structured.regex import linear_time
+
     validator_class = validators.validator_for(schema, default=validators.Draft202012Validator)
-    return linear_time(validator_class)(schema, registry=_LOCAL_ONLY)
+    return linear_time(validator_class)(schema, registry=_local_only())
 
 
 def check_reply_schema(schema: dict[str, Any], param: str) -> None:
     """400 naming ``param`` unless replies can be validated against ``schema``: a valid
     JSON Schema whose patterns all run on RE2."""
+    from inference.structured.regex import check_patterns
+
     check_json_schema(schema, param)
     check_patterns(schema, param)
 
@@ -81,6 +95,11 @@ def check_json_schema(
 ) -> None:
     """400 naming ``param`` unless ``schema`` is a valid JSON Schema whose ``$ref``s all
     resolve inside it."""
+    from jsonschema import validators
+    from jsonschema.exceptions import SchemaError
+    from referencing import Resource
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
 
     def reject(message: str) -> ApiError:
         return invalid_request(f"{param} {message}", param=param, code=code)
@@ -98,7 +117,7 @@ def check_json_schema(
         location = "/".join(str(part) for part in error.path) or "(root)"
         raise reject(f"is not a valid JSON Schema at {location}: {error.message}") from error
     root = Resource.from_contents(schema, default_specification=DRAFT202012)
-    resolver = _LOCAL_ONLY.resolver_with_root(root)
+    resolver = _local_only().resolver_with_root(root)
     for reference in _references(schema):
         try:
             resolver.lookup(reference)

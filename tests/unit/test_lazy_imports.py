@@ -1,6 +1,6 @@
-"""Libraries a process loads only when its config needs them (each is a MB or two of
-every worker's memory): joserfc for OpenID Connect, the OpenTelemetry SDK for an
-exporter, genai-prices for a price from its table."""
+"""Libraries a process loads only when its config or its requests need them (each is a MB
+or two of every worker's memory): joserfc for OpenID Connect, the OpenTelemetry SDK for an
+exporter, genai-prices for a price from its table, jsonschema and RE2 for a JSON Schema."""
 
 import json
 import os
@@ -15,7 +15,7 @@ from inference.ledger.prices import price_of
 from inference.providers.types import Usage
 
 ROOT = Path(__file__).resolve().parents[2]
-OPTIONAL = ("joserfc", "opentelemetry.sdk", "genai_prices")
+OPTIONAL = ("joserfc", "opentelemetry.sdk", "genai_prices", "jsonschema", "re2")
 CONFIG = """\
 providers: {openai: {api_key: sk-test, base_url: 'http://127.0.0.1:9/v1'}}
 agents: [{name: a, provider: openai, model: m, deployments: [{provider: openai, model: m}]}]
@@ -52,7 +52,7 @@ def loaded_after_start(workdir: Path, config: str) -> dict[str, bool]:
     return json.loads(run.stdout.splitlines()[-1])
 
 
-def test_a_process_without_oidc_exporter_or_table_prices_loads_none_of_their_libraries(
+def test_a_process_without_oidc_exporter_table_prices_or_schemas_loads_none_of_them(
     tmp_path: Path,
 ) -> None:
     assert loaded_after_start(tmp_path, CONFIG) == dict.fromkeys(OPTIONAL, False)
