@@ -1,7 +1,7 @@
 """One structured log line per request: the fields the request code fills in as it goes."""
 
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from core.logformat import log_event
 
@@ -34,5 +34,5 @@ class RequestLog:
     attempts: list[dict[str, object]] = field(default_factory=list)
 
     def emit(self) -> None:
-        """Write the request's log line."""
-        log_event(logger, "request", **asdict(self))
+        """Write the request's log line (formatted at once: no copy of the fields needed)."""
+        log_event(logger, "request", **vars(self))

@@ -66,7 +66,8 @@ class Message:
 
     @property
     def with_images(self) -> bool:
-        return any(isinstance(part, Image) for part in self.parts)
+        # Most messages (every replayed one of text) have no parts: no generator for them.
+        return bool(self.parts) and any(isinstance(part, Image) for part in self.parts)
 
 
 @dataclass(frozen=True)
