@@ -4,6 +4,7 @@ import asyncio
 import json
 import math
 import re
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack, aclosing
 from functools import lru_cache
@@ -279,6 +280,13 @@ class Provider:
                 code="upstream_timeout",
                 retryable=True,
             )
+        if _certificate_failure(error):
+            return ProviderError(
+                502,
+                f"could not reach {self.name}: its TLS certificate did not verify against "
+                "the gateway's trusted certificates (SSL_CERT_FILE, SSL_CERT_DIR)",
+                retryable=True,  # another deployment may be served by another host
+            )
         reason = type(error).__name__
         return ProviderError(502, f"could not reach {self.name}: {reason}", retryable=True)
 
@@ -392,6 +400,17 @@ def retry_seconds(text: str) -> float | None:
 
 
 @lru_cache(maxsize=1024)
+def _certificate_failure(error: BaseException) -> bool:
+    """Whether the TLS handshake failed on the upstream's certificate (httpx wraps
+    httpcore's error, which wraps the ``ssl`` module's)."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def _parsed_url(url: str) -> httpx.URL:
     """``url`` parsed once: httpx parses a URL given as text on every request (about
     40 us, half of building the request)."""

@@ -1,5 +1,8 @@
 """Which module speaks each provider kind, and the one HTTP client each provider shares."""
 
+import ssl
+from functools import cache
+
 import httpx
 
 from agents.schema import Config
@@ -42,7 +45,8 @@ class ProviderClients:
         client = self._clients.get(name)
         if client is None:
             client = httpx.AsyncClient(
-                limits=httpx.Limits(max_connections=200, max_keepalive_connections=50)
+                verify=_tls_context(),
+                limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
             )
             self._clients[name] = client
         provider = self._providers[name] = provider_class(name, kind, client, settings)
@@ -53,3 +57,11 @@ class ProviderClients:
             await client.aclose()
         self._clients.clear()
         self._providers.clear()
+
+
+@cache
+def _tls_context() -> ssl.SSLContext:
+    """The TLS context of every provider's client (httpx's default: the CA bundle, or
+    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``): a context of its own per client loaded the
+    bundle again, 0.6 MB of memory per provider."""
+    return httpx.create_ssl_context()

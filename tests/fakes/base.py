@@ -10,6 +10,7 @@ import json
 import math
 import re
 import socket
+import ssl
 import threading
 import time
 import zlib
@@ -96,11 +97,18 @@ class FakeUpstream:
         self._server = _Server(("127.0.0.1", port), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._scheme = "http"
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self._scheme}://{host!s}:{port}"
+
+    def over_tls(self, context: ssl.SSLContext) -> Self:
+        """Serve HTTPS with ``context`` (its certificate); before ``start``."""
+        self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        self._scheme = "https"
+        return self
 
     def start(self) -> Self:
         self._thread.start()
