@@ -10,6 +10,11 @@ turn written through another process, an erasure, a transaction of another proce
 commits late on PostgreSQL) changes the count, and the next request reads the rows again.
 So every process replays exactly what the database holds, and a process answering the
 same users again reads only the version.
+
+When other processes only appended (turns written through another worker: with several
+workers, most requests of a user find the last turn written by another), the next request
+reads the rows newer than the cached newest id only, and keeps them if they are exactly
+what the count says was added; any other change reads the newest rows again.
 """
 
 import threading
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 
 from agents.schema import HistoryConfig
 from inference.ledger.database import insert_rows
@@ -67,6 +73,15 @@ class HistoryCache:
             self._conversations.move_to_end(key)
             return found
 
+    def outdated(self, key: tuple[str, str], limit: int) -> CachedConversation | None:
+        """The conversation cached under ``key`` whatever its version, if it holds the
+        newest ``limit`` messages of that version."""
+        with self._lock:
+            found = self._conversations.get(key)
+        if found is None or (found.limit < limit and found.count > len(found.messages)):
+            return None
+        return found
+
     def put(self, key: tuple[str, str], conversation: CachedConversation) -> None:
         with self._lock:
             self._drop(key)
@@ -112,6 +127,8 @@ def load_history(user_id: str, model: str, limits: HistoryConfig) -> list[Messag
         newest = newest or 0
         conversation = HISTORY_CACHE.get(key, count, newest, limits.max_messages)
         if conversation is None:
+            conversation = _caught_up(cursor, key, count, newest, limits.max_messages)
+        if conversation is None:
             cursor.execute(
                 _newest_messages_sql(connection.vendor, limits.max_messages), [user_id, model]
             )
@@ -122,6 +139,28 @@ def load_history(user_id: str, model: str, limits: HistoryConfig) -> list[Messag
             conversation = CachedConversation(count, newest, limits.max_messages, messages)
             HISTORY_CACHE.put(key, conversation)
     return _window(conversation.messages[-limits.max_messages :], limits.max_tokens)
+
+
+def _caught_up(
+    cursor: CursorWrapper, key: tuple[str, str], count: int, newest: int, limit: int
+) -> CachedConversation | None:
+    """The cached conversation with the rows other processes appended since it was read,
+    when that is all that changed: the rows newer than its newest id are exactly as many
+    as the count grew by (a row deleted, or one committed late under an older id, makes
+    them differ). None: read the newest rows again."""
+    cached = HISTORY_CACHE.outdated(key, limit)
+    if cached is None or not 0 < count - cached.count <= cached.limit:
+        return None
+    added = count - cached.count
+    cursor.execute(_newer_messages_sql(connection.vendor), [*key, cached.newest, added + 1])
+    rows = cursor.fetchall()
+    if len(rows) != added or rows[-1][0] != newest:
+        return None
+    appended = (Message(role=role, content=content) for _, role, content in rows)
+    messages = (*cached.messages, *appended)[-cached.limit :]
+    conversation = CachedConversation(count, newest, cached.limit, messages)
+    HISTORY_CACHE.put(key, conversation)
+    return conversation
 
 
 def _window(newest: Sequence[Message], max_tokens: int) -> list[Message]:
@@ -161,6 +200,17 @@ def _newest_messages_sql(vendor: str, limit: int) -> str:
     sql: str
     sql, _ = newest.query.get_compiler(connection=connection).as_sql()
     return sql
+
+
+@cache
+def _newer_messages_sql(vendor: str) -> str:
+    """The SQL of a user's messages newer than an id, oldest first, at most a number of
+    them (parameters: the user id, the model, the id, the number)."""
+    table = connection.ops.quote_name(StoredMessage._meta.db_table)
+    return (
+        f"SELECT id, role, content FROM {table} "
+        "WHERE user_id = %s AND model = %s AND id > %s ORDER BY id LIMIT %s"
+    )
 
 
 def store_history(rows: list[StoredMessage]) -> None:

@@ -192,6 +192,45 @@ def test_a_turn_written_elsewhere_is_read_again(
     assert contents == ["q1", "a1", "from another process", "a2", "q3", "a3"]
 
 
+def read_in_full(user: str = "u", limits: HistoryConfig | None = None) -> tuple[list[str], bool]:
+    """The replayed contents, and whether the newest rows were read again (newest first,
+    where the rows newer than the cached ones are read oldest first)."""
+    with CaptureQueriesContext(connection) as queries:
+        history = load_history(user, "m", limits or HistoryConfig())
+    reads = [query["sql"] for query in queries.captured_queries[1:]]
+    return [message.content for message in history], any(" DESC" in sql for sql in reads)
+
+
+def test_turns_another_process_appended_are_read_alone_and_kept_within_max_messages() -> None:
+    limits = HistoryConfig(max_messages=4)
+    store("u", "m", ("user", "q1"), ("assistant", "a1"), ("user", "q2"), ("assistant", "a2"))
+    assert replayed(limits=limits) == (["q1", "a1", "q2", "a2"], 2)
+    store("u", "m", ("user", "q3"), ("assistant", "a3"))  # through another worker
+
+    assert read_in_full(limits=limits) == (["q2", "a2", "q3", "a3"], False)
+    assert replayed(limits=limits) == (["q2", "a2", "q3", "a3"], 1)
+
+
+def test_a_deletion_beside_appended_turns_reads_the_newest_rows_again() -> None:
+    store("u", "m", ("user", "q1"), ("assistant", "a1"), ("user", "q2"), ("assistant", "a2"))
+    assert replayed()[0] == ["q1", "a1", "q2", "a2"]
+    StoredMessage.objects.filter(content="q1").delete()
+    store("u", "m", ("user", "q3"), ("assistant", "a3"))
+
+    assert read_in_full() == (["q2", "a2", "q3", "a3"], True)
+
+
+def test_a_turn_committed_late_under_an_older_id_reads_the_newest_rows_again() -> None:
+    """PostgreSQL hands out ids as transactions start: a turn may commit after a newer one."""
+    for pk, content in ((10, "q1"), (20, "a1")):
+        StoredMessage.objects.create(pk=pk, user_id="u", model="m", role="user", content=content)
+    assert replayed()[0] == ["q1", "a1"]
+    for pk, content in ((15, "late"), (30, "q2")):
+        StoredMessage.objects.create(pk=pk, user_id="u", model="m", role="user", content=content)
+
+    assert read_in_full() == (["q1", "late", "a1", "q2"], True)
+
+
 def test_an_erased_conversation_is_not_replayed(
     django_capture_on_commit_callbacks: Commits,
 ) -> None:
