@@ -399,7 +399,6 @@ def retry_seconds(text: str) -> float | None:
     return min(float(MAX_RETRY_AFTER), seconds)
 
 
-@lru_cache(maxsize=1024)
 def _certificate_failure(error: BaseException) -> bool:
     """Whether the TLS handshake failed on the upstream's certificate (httpx wraps
     httpcore's error, which wraps the ``ssl`` module's)."""
@@ -411,6 +410,7 @@ def _certificate_failure(error: BaseException) -> bool:
     return False
 
 
+@lru_cache(maxsize=1024)
 def _parsed_url(url: str) -> httpx.URL:
     """``url`` parsed once: httpx parses a URL given as text on every request (about
     40 us, half of building the request)."""
