@@ -10,6 +10,7 @@ import random
 
 from agents.schema import Config
 from inference.background import BackgroundTasks
+from inference.ledger.prices import look_up_prices
 from inference.ledger.writer import RecordWriter
 from inference.providers.registry import ProviderClients
 from inference.routing.circuits import Circuits
@@ -33,6 +34,7 @@ class Engine:
         self._loop = asyncio.get_running_loop()
         if config is not None:
             TRACING.apply(config.telemetry)
+            self._look_up_prices(config)
             await self.mcp.apply(config.mcp)
 
     def config_applied(self, config: Config) -> None:
@@ -53,4 +55,9 @@ class Engine:
 
     def _apply(self, config: Config) -> None:
         TRACING.apply(config.telemetry)
+        self._look_up_prices(config)
         self.background.spawn(self.mcp.apply(config.mcp), name="apply mcp config")
+
+    def _look_up_prices(self, config: Config) -> None:
+        work = asyncio.to_thread(look_up_prices, config)
+        self.background.spawn(work, name="look up prices")

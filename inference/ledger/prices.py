@@ -10,7 +10,10 @@ cost = uncached input * input + cache reads * cache_read + cache writes * cache_
 price times a token count is micro-USD.
 
 genai-prices (1.6 MB, and 4 MB more for its table) is loaded by the first price looked up
-in the table: a process whose prices all come from the config never loads it.
+in the table: a process whose prices all come from the config never loads it. Loading the
+table takes about 130 ms, so the engine looks up every price a config needs in a worker
+thread when it is applied (``look_up_prices``), not on the event loop of the first
+request that needs it.
 """
 
 from collections.abc import Callable
@@ -68,6 +71,17 @@ def price_of(config: Config, provider: str, model: str) -> Price | None:
             override.input if override.cache_write is None else override.cache_write,
         )
     return _table_price(config.provider_kind(provider), model)
+
+
+def look_up_prices(config: Config) -> None:
+    """The price of every model ``config`` calls, looked up once (then cached)."""
+    upstreams = [(item.provider, item.model) for item in config.embedders]
+    for agent in config.agents:
+        upstreams.append((agent.provider, agent.model))
+        upstreams += [(item.provider, item.model) for item in agent.deployments]
+        upstreams += [(item.provider, item.model) for item in agent.fallbacks]
+    for provider, model in upstreams:
+        price_of(config, provider, model)
 
 
 def priced(usage: Usage, price: Price | None) -> Usage:

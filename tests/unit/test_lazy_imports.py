@@ -16,6 +16,7 @@ from inference.providers.types import Usage
 
 ROOT = Path(__file__).resolve().parents[2]
 OPTIONAL = ("joserfc", "opentelemetry.sdk", "genai_prices", "jsonschema", "re2")
+TABLE = "genai_prices.data"  # the price table, loaded by the first price looked up in it
 CONFIG = """\
 providers: {openai: {api_key: sk-test, base_url: 'http://127.0.0.1:9/v1'}}
 agents: [{name: a, provider: openai, model: m, deployments: [{provider: openai, model: m}]}]
@@ -27,10 +28,7 @@ import asyncio, json, os, sys
 os.environ["DJANGO_SETTINGS_MODULE"] = "gateway.settings"
 import gateway.asgi, gateway.urls
 from gateway import runtime
-from inference.ledger.prices import price_of
-asyncio.run(runtime.current().started())
-config = runtime.current().holder.config
-price_of(config, "openai", config.agents[0].model)
+asyncio.run(runtime.current().started())  # waits for the thread pool (the price look-up)
 print(json.dumps({name: name in sys.modules for name in %r}))
 """
 
@@ -41,7 +39,7 @@ def loaded_after_start(workdir: Path, config: str) -> dict[str, bool]:
     environment.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     environment.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None)
     run = subprocess.run(
-        [sys.executable, "-c", LOADED % (OPTIONAL,)],
+        [sys.executable, "-c", LOADED % ((*OPTIONAL, TABLE),)],
         cwd=workdir,
         env=environment,
         capture_output=True,
@@ -55,10 +53,10 @@ def loaded_after_start(workdir: Path, config: str) -> dict[str, bool]:
 def test_a_process_without_oidc_exporter_table_prices_or_schemas_loads_none_of_them(
     tmp_path: Path,
 ) -> None:
-    assert loaded_after_start(tmp_path, CONFIG) == dict.fromkeys(OPTIONAL, False)
+    assert loaded_after_start(tmp_path, CONFIG) == dict.fromkeys((*OPTIONAL, TABLE), False)
 
 
-def test_an_exporter_loads_the_sdk_and_a_price_from_the_table_loads_genai_prices(
+def test_an_exporter_loads_the_sdk_and_a_table_price_loads_the_table_as_the_config_applies(
     tmp_path: Path,
 ) -> None:
     config = CONFIG.replace('pricing: {"openai/m": {input: 0.4, output: 1.6}}\n', "")
@@ -67,7 +65,7 @@ def test_an_exporter_loads_the_sdk_and_a_price_from_the_table_loads_genai_prices
 
     loaded = loaded_after_start(tmp_path, config)
 
-    assert loaded["genai_prices"] and loaded["opentelemetry.sdk"]
+    assert loaded["opentelemetry.sdk"] and loaded["genai_prices"] and loaded[TABLE]
 
 
 @pytest.mark.parametrize("prompt_tokens", [1_000, 300_000])
