@@ -16,6 +16,7 @@ from inference.providers.base import (
     Provider,
     ProviderError,
     arguments_object,
+    named,
     thinking_budget,
     upstream_message,
 )
@@ -112,7 +113,7 @@ class AnthropicProvider(Provider):
     async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
         state = _StreamState(request)
         body = encode_request(request, stream=True)
-        async for event in self.post_sse(self.url, body, _beta(request)):
+        async for event in self.post_sse(self.url, body, _beta(request), last=_MESSAGE_STOP):
             if event.event == "ping" or not event.data:
                 continue
             payload = self.event_json(event.data)
@@ -192,6 +193,7 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
 
 
 _CHOICE_TYPES = {"auto": "auto", "required": "any", "none": "none"}
+_MESSAGE_STOP = named("message_stop")
 
 
 def _encode_tool_choice(choice: ToolChoice | None, parallel: bool | None) -> dict[str, Any]:

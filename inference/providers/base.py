@@ -5,8 +5,8 @@ import json
 import math
 import re
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import AsyncExitStack, aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import AsyncExitStack, aclosing, suppress
 from functools import lru_cache
 from typing import Any
 
@@ -28,6 +28,9 @@ from inference.providers.types import (
     Usage,
 )
 
+# How long the end of a streamed body may take after the reply's last event (it normally
+# comes with it) before the connection is given up.
+_BODY_END_WAIT = 0.5
 # Upstream statuses worth another try: the request may succeed as it is a moment later.
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 # How the providers say a prompt does not fit the model (OpenAI's code, Anthropic's
@@ -214,12 +217,19 @@ class Provider:
         return data
 
     async def post_sse(
-        self, url: str, body: dict[str, Any], headers: dict[str, str] | None = None
+        self,
+        url: str,
+        body: dict[str, Any],
+        headers: dict[str, str] | None = None,
+        last: Callable[[ServerSentEvent], bool] | None = None,
     ) -> AsyncIterator[ServerSentEvent]:
         """Yield the server-sent events of a streamed call; the connection closes with the loop.
 
-        Only the waits for the upstream count as upstream time, not the time the caller
-        takes between two events."""
+        ``last`` tells the event that ends the reply (OpenAI's ``[DONE]``): the rest of the
+        body (the end of a chunked one) is read before that event is yielded, since the
+        caller stops there, and a connection whose response was not read to the end is
+        closed rather than kept for the next call. Only the waits for the upstream count
+        as upstream time, not the time the caller takes between two events."""
         loop = asyncio.get_running_loop()
         end = loop.time() + self.timeouts.total
         idle = self.timeouts.idle
@@ -241,6 +251,9 @@ class Provider:
                         raise self._timed_out(phase) from None
                     if event is None:
                         return
+                    if last is not None and last(event):
+                        with upstream_wait():
+                            await _read_to_end(events)
                     yield event
         except httpx.HTTPError as error:
             raise self._transport_error(error) from error
@@ -397,6 +410,21 @@ def retry_seconds(text: str) -> float | None:
     if not math.isfinite(seconds) or seconds < 0:
         return None
     return min(float(MAX_RETRY_AFTER), seconds)
+
+
+def named(name: str) -> Callable[[ServerSentEvent], bool]:
+    """``post_sse``'s ``last`` for an upstream that names its events: the one named ``name``
+    (one that does not name them loses the connection after the reply, no more)."""
+    return lambda event: event.event == name
+
+
+async def _read_to_end(events: AsyncIterator[ServerSentEvent]) -> None:
+    """Read what follows the last event, so that the connection is kept for the next call;
+    an upstream that does not end its body within a moment loses it, as it would unread."""
+    with suppress(TimeoutError, httpx.HTTPError):
+        async with asyncio.timeout(_BODY_END_WAIT):
+            async for _ in events:
+                pass
 
 
 def _certificate_failure(error: BaseException) -> bool:

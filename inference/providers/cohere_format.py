@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from inference.providers.base import Provider, ProviderError, upstream_message
+from inference.providers.base import Provider, ProviderError, named, upstream_message
 from inference.providers.openai_format import encode_content, encode_tool_calls, encode_tools
 from inference.providers.toolnames import COHERE_NAMES
 from inference.providers.types import (
@@ -36,6 +36,7 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 }
 # Finish reasons that mean the generation failed rather than ended.
 _FAILED = {"ERROR", "TIMEOUT"}
+_MESSAGE_END = named("message-end")
 # Cohere answers an unusable key with its own 498 besides the usual 401.
 _INVALID_TOKEN = 498
 
@@ -98,7 +99,8 @@ class CohereProvider(Provider):
 
     async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
         state = _StreamState()
-        async for event in self.post_sse(self.url, encode_request(request, stream=True)):
+        body = encode_request(request, stream=True)
+        async for event in self.post_sse(self.url, body, last=_MESSAGE_END):
             if not event.data.strip() or event.data.strip() == "[DONE]":
                 continue
             payload = self.event_json(event.data)

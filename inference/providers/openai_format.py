@@ -3,6 +3,8 @@
 from collections.abc import AsyncGenerator
 from typing import Any
 
+from httpx_sse import ServerSentEvent
+
 from inference.providers.base import Provider, ProviderError, upstream_message
 from inference.providers.toolnames import LETTERS_DIGITS_DASHES
 from inference.providers.types import (
@@ -96,8 +98,9 @@ class OpenAIFormatProvider(Provider):
         )
 
     async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
-        async for event in self.post_sse(self.url, encode_request(request, stream=True)):
-            if event.data.strip() == "[DONE]":
+        body = encode_request(request, stream=True)
+        async for event in self.post_sse(self.url, body, last=_is_done):
+            if _is_done(event):
                 return
             chunk = self.event_json(event.data)
             if "error" in chunk:
@@ -105,6 +108,10 @@ class OpenAIFormatProvider(Provider):
                 raise ProviderError(502, f"{self.name} failed mid-stream: {detail}", retryable=True)
             for item in _chunk_events(chunk):
                 yield item
+
+
+def _is_done(event: ServerSentEvent) -> bool:
+    return event.data.strip() == "[DONE]"
 
 
 def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:

@@ -160,6 +160,26 @@ def test_stream_with_include_usage_has_openai_chunk_sequence(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_streamed_replies_keep_the_upstream_connection_for_the_next_call(
+    kind: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    """The fakes stream as the providers do (chunked, the connection kept): a reply read
+    only to its last event would close the connection, and every streamed call would
+    connect (and shake hands over TLS) again."""
+    for text in ("one", "two"):
+        replies = client.chat.completions.create(
+            model=f"{kind}-agent",
+            messages=[{"role": "user", "content": text}],
+            safety_identifier=user_id,
+            stream=True,
+        )
+        assert "".join(chunk.choices[0].delta.content or "" for chunk in replies).endswith(text)
+
+    first, second = (sent for sent in fakes[kind].requests if sent.path == STREAM_PATHS[kind])
+    assert first.client_port == second.client_port
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_system_prompt_orders_preamble_language_then_request_system_messages(
     kind: str, client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
 ) -> None:

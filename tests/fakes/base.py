@@ -78,6 +78,7 @@ class Recorded:
     body: Any
     disconnected: bool = False
     number: int = 0  # the call's place among all calls this fake answered (unique ids)
+    client_port: int = 0  # the connection it came on (a kept connection keeps its port)
 
     def call_id(self, prefix: str, index: int) -> str:
         """A tool call id unique to this call, as real providers give them."""
@@ -209,6 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
             query=parse_qs(parts.query),
             headers={key.lower(): value for key, value in self.headers.items()},
             body=body,
+            client_port=self.client_address[1],
         )
         reply = self.fake.next_reply(recorded)
         if reply.delay:
@@ -243,21 +245,28 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _send_stream(self, reply: Reply, recorded: Recorded) -> None:
+        """As the providers stream: chunked, the connection kept for the next call. A reply
+        that will be cut is sent until the connection closes instead, as a dying one looks."""
+        cut_after = reply.drop_after_chunks
+        cut = cut_after is not None
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
+        self.send_header(*(("Connection", "close") if cut else ("Transfer-Encoding", "chunked")))
         self.end_headers()
-        self.close_connection = True
+        self.close_connection = cut
         frames = reply.raw_frames or self.fake.render_stream(reply, recorded)
         for count, frame in enumerate(frames):
-            if reply.drop_after_chunks is not None and count >= reply.drop_after_chunks:
+            if cut_after is not None and count >= cut_after:
                 self._drop()
                 return
             if count and reply.chunk_delay:
                 time.sleep(reply.chunk_delay)
-            self.wfile.write(frame)
+            if frame:  # an empty chunk would end a chunked body
+                self.wfile.write(frame if cut else b"%x\r\n%s\r\n" % (len(frame), frame))
             self.wfile.flush()
+        if not cut:
+            self.wfile.write(b"0\r\n\r\n")
 
     def _drop(self) -> None:
         self.close_connection = True
