@@ -9,6 +9,7 @@ Lifespan-capable servers (uvicorn, granian) start and stop them through lifespan
 """
 
 import asyncio
+import gc
 import os
 import sys
 from typing import Any, cast
@@ -113,3 +114,14 @@ def _follow_twisted_reactor() -> None:
 
 
 _follow_twisted_reactor()
+
+
+def _freeze_what_start_up_built() -> None:
+    """The modules, the URLconf and the config built so far live as long as the process
+    (over 100,000 objects): frozen, no garbage collection walks them again. Unfrozen, each
+    full collection walked them all, about 100 ms of a busy worker every few seconds."""
+    gc.collect()
+    gc.freeze()
+
+
+_freeze_what_start_up_built()
