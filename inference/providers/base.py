@@ -236,6 +236,9 @@ class Provider:
         try:
             with upstream_wait():
                 response = await self._response(self._request(url, body, headers), end)
+            # SSE is UTF-8 whatever the header says; set, httpx does not parse the header
+            # with the email package to learn it (about 1% of a streamed request's CPU).
+            response.encoding = "utf-8"
             async with AsyncExitStack() as exits:
                 exits.push_async_callback(response.aclose)
                 events = await exits.enter_async_context(

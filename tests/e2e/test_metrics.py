@@ -2,6 +2,7 @@
 
 import httpx
 
+from tests.fakes.base import FakeUpstream, Reply
 from tests.server import GatewayServer
 
 
@@ -48,3 +49,21 @@ def test_overhead_header_is_on_replies_and_streams(gateway: GatewayServer, user_
         assert float(response.headers["X-Gateway-Overhead-Ms"]) >= 0
     assert stream.headers["content-type"].startswith("text/event-stream")
     assert refused.status_code == 400
+
+
+def test_overhead_leaves_out_the_waits_on_the_upstream(
+    gateway: GatewayServer, openai_fake: FakeUpstream, user_id: str
+) -> None:
+    """A reply the upstream took a second to start, a stream whose events came half a
+    second apart: the gateway's own time is what remains."""
+    openai_fake.script(
+        Reply.of_text("slow", delay=1.0), Reply.of_chunks("a", "b", "c", chunk_delay=0.5)
+    )
+    reply = chat(gateway, user_id)
+    streamed_before = gateway.metric("gateway_overhead_seconds_sum", stream="true")
+    stream = chat(gateway, user_id, stream=True)
+
+    assert (reply.json()["choices"][0]["message"]["content"], stream.status_code) == ("slow", 200)
+    assert float(reply.headers["X-Gateway-Overhead-Ms"]) < 1000
+    streamed = gateway.metric("gateway_overhead_seconds_sum", stream="true") - streamed_before
+    assert 0 < streamed < 1.0
