@@ -7,7 +7,6 @@ variable is set before this module is imported) and ``/metrics`` adds them up.
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from core.paths import is_v1_path
 from core.requestlog import RequestLog
 
 # The error codes of requests that never reached a provider because a budget refused them.
@@ -107,8 +106,8 @@ GENAI_TOKENS = Histogram(
 
 
 def observe_request(log: RequestLog) -> None:
-    """Count one finished request (only /v1: the admin and probes are not traffic)."""
-    if not is_v1_path(log.path):
+    """Count one finished request (only the API's: the admin and probes are not traffic)."""
+    if not log.dialect:
         return
     streamed = "true" if log.stream else "false"
     REQUESTS.labels(log.agent, str(log.status), streamed).inc()
@@ -143,6 +142,7 @@ def observe_circuit(provider: str, model: str, *, opened: bool) -> None:
 
 
 def observe_operation(
+    operation: str,
     provider: str,
     model: str,
     response_model: str | None,
@@ -151,9 +151,11 @@ def observe_operation(
     input_tokens: int,
     output_tokens: int,
 ) -> None:
-    """One upstream attempt in the GenAI metrics (tokens only for one that answered)."""
-    labels = ("chat", provider, model, response_model or "")
+    """One upstream attempt (``operation`` "chat" or "embeddings") in the GenAI metrics
+    (tokens only for one that answered)."""
+    labels = (operation, provider, model, response_model or "")
     GENAI_DURATION.labels(*labels, error_type or "").observe(seconds)
     if error_type is None:
         GENAI_TOKENS.labels(*labels, "input").observe(input_tokens)
-        GENAI_TOKENS.labels(*labels, "output").observe(output_tokens)
+        if operation == "chat":
+            GENAI_TOKENS.labels(*labels, "output").observe(output_tokens)

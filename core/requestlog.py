@@ -13,6 +13,7 @@ class RequestLog:
     request_id: str
     method: str
     path: str
+    dialect: str = ""  # the API it spoke (chat, messages, …); empty: not an API request
     user: str = ""
     model: str = ""  # the name the client asked for (an agent or an experiment)
     agent: str = ""

@@ -26,7 +26,6 @@ from agents.schema import Config, LimitsConfig
 from core.afterresponse import response_scope
 from core.bodylimit import MIB, BodyLimitGate
 from core.logformat import log_stray_output
-from core.paths import is_v1_path
 from gateway import runtime
 from gateway.handler import get_asgi_application
 
@@ -35,6 +34,7 @@ log_stray_output()
 
 from adminui.records.live import LiveTrafficConsumer  # noqa: E402
 from inference.api.middleware import ProxyAuthGate  # noqa: E402
+from inference.dialects.registry import dialect_of  # noqa: E402
 
 process = runtime.current()
 # Static files (the admin's CSS and the vendored htmx) are served by the app itself, with
@@ -47,9 +47,10 @@ django_application = BodyLimitGate(
 
 
 def body_limit(config: Config | None, path: str) -> int:
-    """The largest body of a request to ``path``: ``limits.max_body_mb`` on ``/v1``, where
-    conversations travel; 1 MiB elsewhere (the admin's writes, and nothing else takes one)."""
-    if not is_v1_path(path):
+    """The largest body of a request to ``path``: ``limits.max_body_mb`` on the API (the
+    dialects' paths), where conversations travel; 1 MiB elsewhere (the admin's writes, and
+    nothing else takes one)."""
+    if dialect_of(path) is None:
         return MIB
     limits = config.limits if config is not None else LimitsConfig()
     return int(limits.max_body_mb * MIB)

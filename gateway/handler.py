@@ -2,22 +2,24 @@
 
 Django runs every request in a ``ThreadSensitiveContext``: the first thread-sensitive
 ``sync_to_async`` call of the request (the ``request_started`` signal's receivers, the
-response's ``close``) starts a new thread for it. ``/v1`` does its own synchronous work on
-the shared pool (``inference.ledger.database``) and closes its responses on the event loop
-(``V1Handler.handle``); the admin keeps a thread per request.
+response's ``close``) starts a new thread for it. The API (the paths of the dialects,
+``inference.dialects.registry``) does its own synchronous work on the shared pool
+(``inference.database``) and closes its responses on the event loop
+(``ApiHandler.handle``); the admin keeps a thread per request.
 
 The receivers Django connects to ``request_started`` (``close_old_connections``,
 ``reset_queries``) act on the connections of the thread they run on, a thread that makes
 no queries of its own here: they are disconnected, which saves every request a thread
-hop. Connections are checked where they are used (``inference.ledger.database``), and
+hop. Connections are checked where they are used (``inference.database``), and
 ``request_finished`` still closes those of the admin's request threads.
 
-A ``/v1`` request passes through ``settings.V1_MIDDLEWARE`` only, not the admin's
+An API request passes through ``settings.API_MIDDLEWARE`` only, not the admin's
 middleware: each layer is a coroutine, and the admin's (sessions, CSRF, htmx, its errors,
-login and guard) look at every request only to let a ``/v1`` one through.
+login and guard) look at every request only to let an API one through.
 """
 
 import asyncio
+from collections.abc import Callable
 from contextlib import closing
 from typing import Any
 
@@ -29,18 +31,16 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections, reset_queries
 from django.urls import set_script_prefix
 
-from core.paths import is_v1_path
 
-
-class V1Handler(ASGIHandler):
-    """Django's handler with the middleware of ``settings.V1_MIDDLEWARE``, closing each
+class ApiHandler(ASGIHandler):
+    """Django's handler with the middleware of ``settings.API_MIDDLEWARE``, closing each
     response on the event loop."""
 
     def load_middleware(self, is_async: bool = False) -> None:
         # Django builds the chain from settings.MIDDLEWARE: it is that list while this
         # handler is made, once, at start-up.
         everything = settings.MIDDLEWARE
-        settings.MIDDLEWARE = settings.V1_MIDDLEWARE
+        settings.MIDDLEWARE = settings.API_MIDDLEWARE
         try:
             super().load_middleware(is_async)
         finally:
@@ -49,7 +49,7 @@ class V1Handler(ASGIHandler):
     async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """``ASGIHandler.handle`` but for the last step. Django closes the response with a
         thread-sensitive ``sync_to_async`` call: a thread hop that cost 5% of a request's
-        CPU at one client. A ``/v1`` response has nothing to close in a thread (a stream
+        CPU at one client. An API response has nothing to close in a thread (a stream
         is an async iterator, closed as it ends), and what ``request_finished`` runs
         (Django's connection and cache cleanup, the URLconf reset) does not block: no
         query is made on the event loop's thread, and the caches are local memory."""
@@ -92,13 +92,16 @@ class _Answered(Exception):
 
 
 class GatewayASGIHandler(ASGIHandler):
-    def __init__(self) -> None:
+    """``is_api``: whether a path is one of the API's (a dialect's)."""
+
+    def __init__(self, is_api: Callable[[str], bool]) -> None:
         super().__init__()
-        self.v1 = V1Handler()
+        self.api = ApiHandler()
+        self.is_api = is_api
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and is_v1_path(scope["path"]):
-            await self.v1.handle(scope, receive, send)
+        if scope["type"] == "http" and self.is_api(scope["path"]):
+            await self.api.handle(scope, receive, send)
         else:
             await super().__call__(scope, receive, send)
 
@@ -108,4 +111,7 @@ def get_asgi_application() -> GatewayASGIHandler:
     django.setup(set_prefix=False)
     request_started.disconnect(close_old_connections)
     request_started.disconnect(reset_queries)
-    return GatewayASGIHandler()
+    # The dialects' routes import the models: only once the apps are loaded.
+    from inference.dialects.registry import dialect_of
+
+    return GatewayASGIHandler(lambda path: dialect_of(path) is not None)

@@ -1,14 +1,15 @@
 """The request context: every request carries the process runtime and its log line.
 
-It also times the request: the log line gets its latency and the part of it spent in the
-gateway itself (not waiting on providers, ``core.upstreamclock``), which ``/v1``
-responses carry as ``X-Gateway-Overhead-Ms`` (for a stream: up to its first byte). A
-``/v1`` POST is traced (``inference.telemetry``): its server span is ``request.span``, and
+An API request (a dialect's path, ``inference.dialects.registry``) also carries its
+``request.dialect``. The request is timed: the log line gets its latency and the part of
+it spent in the gateway itself (not waiting on providers, ``core.upstreamclock``), which
+API responses carry as ``X-Gateway-Overhead-Ms`` (for a stream: up to its first byte). An
+API POST is traced (``inference.telemetry``): its server span is ``request.span``, and
 once its trace is complete (the reply sent, the judges done) the spans are exported and
 the request's record is kept for the admin's Requests pages, under its ``X-Request-ID``.
 
 Request code of both apps reads what it needs from the request (``request.runtime``,
-``request.log``), typed by each app's own request class (``inference.api.context``,
+``request.log``), typed by each app's own request class (``inference.serving.context``,
 ``adminui.context``), so no app imports this top-level package.
 """
 
@@ -24,12 +25,13 @@ from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from adminui.records import live
 from core.asyncmiddleware import AsyncMiddleware
 from core.metrics import observe_request
-from core.paths import is_v1_path
 from core.requestlog import RequestLog
 from core.upstreamclock import UpstreamClock, start_clock
 from gateway import runtime
+from inference.dialects.registry import dialect_of
 from inference.engine import Engine
 from inference.ledger.requests import record_requests
+from inference.telemetry.genai import server_attributes, status_attributes
 from inference.telemetry.spans import NO_SPAN, RequestTrace, Span
 from inference.telemetry.tracing import TRACING
 
@@ -44,20 +46,22 @@ class RequestContextMiddleware(AsyncMiddleware):
         current = runtime.current()
         request.runtime = current  # type: ignore[attr-defined]
         request.log = log  # type: ignore[attr-defined]
-        v1 = is_v1_path(request.path)
+        dialect = dialect_of(request.path)
+        request.dialect = dialect  # type: ignore[attr-defined]
+        log.dialect = dialect.name if dialect is not None else ""
         span = NO_SPAN
-        if v1 and request.method == "POST":
+        if dialect is not None and request.method == "POST":
             span = TRACING.begin(
                 f"POST {request.path}",
                 request.headers,
-                {"http.request.method": "POST", "url.path": request.path},
+                server_attributes("POST", request.path),
                 partial(_traced, log, current.engine),
             )
         request.span = span  # type: ignore[attr-defined]
         response = await self.get_response(request)
         response["X-Request-ID"] = request_id
         log.status, log.stream = response.status_code, response.streaming
-        if v1:
+        if dialect is not None:
             response["X-Gateway-Overhead-Ms"] = f"{_overhead_ms(started, clock):.2f}"
         if isinstance(response, StreamingHttpResponse):
             # Every stream the gateway serves is an async iterator (ASGI).
@@ -93,7 +97,7 @@ def _finish(log: RequestLog, started: float, clock: UpstreamClock, span: Span) -
     observe_request(log)
     live.publish(log)
     if span.recording:
-        span.set({"http.response.status_code": log.status})
+        span.set(status_attributes(log.status))
         if log.status >= 500:
             span.fail(log.error or str(log.status))
         span.end()

@@ -41,8 +41,6 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "gateway.middleware.RequestContextMiddleware",
-    "inference.api.middleware.OpenAIErrorMiddleware",
-    "inference.api.middleware.ProxyAuthMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Django's middleware, hooks run on the event loop rather than in a thread each
     "core.inlinemiddleware.SecurityMiddleware",
@@ -53,13 +51,13 @@ MIDDLEWARE = [
     "adminui.access.auth.AdminAuthMiddleware",
     "adminui.access.guard.AdminGuardMiddleware",
 ]
-# What a /v1 request passes through (gateway.handler): the request context, the OpenAI
-# error shape, auth.proxy, the security headers and Content-Length. The admin's
-# middleware (htmx, sessions, CSRF, the admin's errors, login and guard) has nothing to do
-# there.
-V1_MIDDLEWARE = [
+# What an API request (a dialect's path) passes through instead (gateway.handler): the
+# request context, the dialect's error shape, auth.proxy, the security headers and
+# Content-Length. The admin's middleware (htmx, sessions, CSRF, the admin's errors, login
+# and guard) has nothing to do there.
+API_MIDDLEWARE = [
     "gateway.middleware.RequestContextMiddleware",
-    "inference.api.middleware.OpenAIErrorMiddleware",
+    "inference.api.middleware.ErrorShapeMiddleware",
     "inference.api.middleware.ProxyAuthMiddleware",
     "core.inlinemiddleware.SecurityMiddleware",
     "core.inlinemiddleware.CommonMiddleware",
@@ -94,7 +92,7 @@ TEMPLATES = [
 
 
 def _database(url: str) -> dict[str, Any]:
-    # Connections live on in the worker threads of the /v1 pipeline (inference.ledger.database),
+    # Connections live on in the worker threads of the /v1 pipeline (inference.database),
     # checked before reuse.
     database = dj_database_url.parse(url, conn_max_age=600, conn_health_checks=True)
     if database["ENGINE"] == "django.db.backends.sqlite3":

@@ -1,13 +1,13 @@
-"""Root URLs: ``/v1`` (inference), ``/admin`` (adminui, its OIDC login first), health
-probes, metrics."""
+"""Root URLs: the API (every dialect's routes, ``inference.dialects.registry``),
+``/admin`` (adminui, its OIDC login first), health probes, metrics."""
 
 from django.urls import include, path
 
 from gateway import health, metrics
-from inference.api.views import api as v1_api
+from inference.dialects import registry
 
 urlpatterns = [
-    path("v1/", v1_api.urls),
+    path("", include(registry.urlpatterns)),
     path("admin/", include("adminui.urls")),
     path("healthz", health.healthz),
     path("readyz", health.readyz),

@@ -10,8 +10,8 @@ import random
 
 from agents.schema import Config
 from inference.background import BackgroundTasks
-from inference.ledger.prices import look_up_prices
 from inference.ledger.writer import RecordWriter
+from inference.money.prices import look_up_prices
 from inference.providers.registry import ProviderClients
 from inference.routing.circuits import Circuits
 from inference.telemetry.tracing import TRACING

@@ -51,7 +51,7 @@ class LedgerEntry(models.Model):
 
 
 class ApiKey(models.Model):
-    """A minted ``sk-gw-…`` key (inference.ledger.keys): only its SHA-256 digest is kept,
+    """A minted ``sk-gw-…`` key (inference.money.keys): only its SHA-256 digest is kept,
     and the first characters to recognize it by. Revoked keys stay, for their spend."""
 
     name = models.CharField(max_length=255)

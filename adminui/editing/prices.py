@@ -3,7 +3,7 @@ route (deployments and fallbacks) that have no known price."""
 
 from adminui.context import AdminRequest
 from agents.schema import AgentConfig, Config
-from inference.ledger.prices import Price, price_of
+from inference.money.prices import Price, price_of
 
 
 def summaries(request: AdminRequest) -> dict[str, str]:

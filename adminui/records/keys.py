@@ -1,5 +1,5 @@
 """Minted API keys (docs/cost-and-keys.md): list, create (the key is shown once),
-inspect and revoke. Only a digest of each key is stored (``inference.ledger.keys``)."""
+inspect and revoke. Only a digest of each key is stored (``inference.money.keys``)."""
 
 from datetime import datetime
 from typing import Any, Literal, cast
@@ -16,7 +16,7 @@ from adminui.rendering.errors import AdminError
 from adminui.rendering.negotiation import is_form, is_html, respond, written
 from adminui.rendering.paging import page
 from adminui.schemas import errors
-from inference.ledger import keys
+from inference.money import keys
 
 router = Router(tags=["keys"])
 
@@ -49,7 +49,7 @@ class KeyPage(BaseModel):
 
 
 class KeyIn(BaseModel):
-    """A new key (see ``inference.ledger.keys.KeySpec`` for the rules)."""
+    """A new key (see ``inference.money.keys.KeySpec`` for the rules)."""
 
     name: str
     user: str

@@ -32,7 +32,6 @@ from adminui.context import AdminRequest, AdminRuntime, admin_scope
 from adminui.rendering.errors import AdminError
 from adminui.rendering.negotiation import respond
 from adminui.schemas import errors
-from core.paths import is_v1_path
 from core.requestlog import RequestLog
 
 if TYPE_CHECKING:  # loaded by Channels only when REDIS_URL is set (6.8 MB otherwise unused)
@@ -110,8 +109,8 @@ def live(request: AdminRequest) -> Any:
 
 
 def publish(log: RequestLog) -> None:
-    """Hand a finished ``/v1`` request to the open live pages, in the background."""
-    if not is_v1_path(log.path):
+    """Hand a finished API request to the open live pages, in the background."""
+    if not log.dialect:
         return
     if audience.known() is False:
         return

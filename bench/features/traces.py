@@ -27,10 +27,10 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from agents.schema import TelemetryConfig
 from bench.harness.load import Cell, Target, interleave, print_cpu
 from bench.harness.processes import floor, gateways
-from inference.providers.types import ChatRequest, ChatResponse, Message, Usage
+from inference.neutral.types import ChatRequest, ChatResponse, Message, Usage
 from inference.telemetry.genai import (
     agent_attributes,
-    chat_attributes,
+    call_attributes,
     response_attributes,
     usage_attributes,
 )
@@ -100,7 +100,7 @@ def _tracing_work_us(count: int = 3000) -> tuple[float, float]:
         with root.child("invoke_agent bench") as invoke:
             invoke.set(agent_attributes("bench", "bench", "user"))
             with invoke.child("chat m", "client") as chat, chat.outgoing():
-                chat.set(chat_attributes("openai", "http://127.0.0.1:9/v1", request, 1, False))
+                chat.set(call_attributes("openai", "http://127.0.0.1:9/v1", request, 1, False))
                 chat.set(response_attributes(reply, False))
             invoke.set(usage_attributes(reply.usage))
         root.set({"http.response.status_code": 200})

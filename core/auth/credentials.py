@@ -49,7 +49,7 @@ async def principal(authorization: str | None, scheme: Scheme) -> str | None:
             return credentials[0]
         return None
     if scheme.oidc is None:
-        return None  # only API keys (inference.api.auth), which are not this module's
+        return None  # only API keys (inference.serving.auth), which are not this module's
     kind, _, token = (authorization or "").partition(" ")
     if kind.lower() != "bearer" or not token.strip():
         return None

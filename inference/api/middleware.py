@@ -1,5 +1,5 @@
-"""The middleware of ``/v1``: credentials before anything else, and every failure in the
-OpenAI error shape (Anthropic's on ``/v1/messages``), whatever part of Django produced it."""
+"""The middleware of the API: credentials before anything else, and every failure in the
+error shape of the request's dialect, whatever part of Django produced it."""
 
 import asyncio
 import json
@@ -11,10 +11,10 @@ from django.http import HttpRequest, HttpResponseBase
 from agents.schema import Config
 from core.asyncmiddleware import AsyncMiddleware
 from core.bodylimit import MIB, too_large, without_body
-from core.paths import is_v1_path
-from inference.api.auth import KeyCache, authenticate_caller
-from inference.api.context import InferenceRequest
-from inference.errors import ApiError
+from inference.dialects.registry import dialect_of
+from inference.neutral.errors import ApiError
+from inference.serving.auth import KeyCache, authenticate_caller
+from inference.serving.context import InferenceRequest
 
 _MESSAGES = {
     404: "Unknown route {method} {path}",
@@ -24,12 +24,13 @@ _MESSAGES = {
 _CODES = {404: "unknown_route", 405: "method_not_allowed", 500: "internal_error"}
 
 
-class OpenAIErrorMiddleware(AsyncMiddleware):
-    """Turns Django's HTML or plain-text error responses on ``/v1`` into error objects."""
+class ErrorShapeMiddleware(AsyncMiddleware):
+    """Turns Django's HTML or plain-text error responses (an unknown route, a method not
+    allowed, a crash) into error objects of the request's dialect."""
 
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = await self.get_response(request)
-        if not is_v1_path(request.path) or response.status_code < 400:
+        if response.status_code < 400:
             return response
         if response.get("Content-Type", "").startswith("application/json"):
             return response
@@ -39,17 +40,18 @@ class OpenAIErrorMiddleware(AsyncMiddleware):
         error = ApiError(status, message, code=_CODES.get(status))
         if status == 405 and response.has_header("Allow"):
             error.headers["Allow"] = response["Allow"]
-        return error.response(request.path)
+        return cast(InferenceRequest, request).dialect.error_response(error)
 
 
 class ProxyAuthGate:
-    """``auth.proxy`` on every ``/v1`` route, before the body is read.
+    """``auth.proxy`` on every API route, before the body is read.
 
     An ASGI wrapper around Django rather than a middleware: Django reads the whole body
     before any middleware runs, and ninja parses it before any view does, both of which
     an unauthenticated client could make arbitrarily expensive. A refused request goes on
     into Django with an empty body and the refusal in its scope, so it is answered, logged
-    and counted like any other (``ProxyAuthMiddleware``).
+    and counted like any other (``ProxyAuthMiddleware``). The dialect of the path says
+    where its credential is.
     """
 
     def __init__(self, app: Any, config: Callable[[], Config | None]) -> None:
@@ -60,11 +62,12 @@ class ProxyAuthGate:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         config = self.config()
         proxy = config.proxy_auth if config is not None else None
-        if scope["type"] != "http" or proxy is None or not is_v1_path(scope["path"]):
+        dialect = dialect_of(scope["path"]) if scope["type"] == "http" else None
+        if proxy is None or dialect is None:
             await self.app(scope, receive, send)
             return
         try:
-            caller = await authenticate_caller(_credentials(scope), proxy, self.keys)
+            caller = await authenticate_caller(dialect.credentials(scope), proxy, self.keys)
         except ApiError as refusal:
             await self.app({**scope, _REFUSAL: refusal}, without_body(receive), send)
             return
@@ -79,9 +82,7 @@ class ProxyAuthMiddleware(AsyncMiddleware):
     loop."""
 
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        if not is_v1_path(request.path):
-            return await self.get_response(request)
-        v1_request = cast(InferenceRequest, request)
+        api_request = cast(InferenceRequest, request)
         scope = getattr(request, "scope", {})
         limit = too_large(request)
         refusal: ApiError | None = scope.get(_REFUSAL)
@@ -92,13 +93,13 @@ class ProxyAuthMiddleware(AsyncMiddleware):
                 code="request_too_large",
             )
         if refusal is not None:
-            v1_request.log.error = refusal.code or refusal.error_type
-            return refusal.response(request.path)
-        v1_request.bound_user = scope.get(_PRINCIPAL)
-        v1_request.api_key = scope.get(_KEY)
-        v1_request.parsed_body = None
+            api_request.log.error = refusal.code or refusal.error_type
+            return api_request.dialect.error_response(refusal)
+        api_request.bound_user = scope.get(_PRINCIPAL)
+        api_request.api_key = scope.get(_KEY)
+        api_request.parsed_body = None
         if int(request.META.get("CONTENT_LENGTH") or 0) > MIB:
-            v1_request.parsed_body = await asyncio.to_thread(_parsed, request)
+            api_request.parsed_body = await asyncio.to_thread(_parsed, request)
         return await self.get_response(request)
 
 
@@ -112,21 +113,3 @@ def _parsed(request: HttpRequest) -> Any:
 _REFUSAL = "gateway.auth_refusal"
 _PRINCIPAL = "gateway.principal"
 _KEY = "gateway.api_key"
-
-
-def _credentials(scope: dict[str, Any]) -> str | None:
-    """The Authorization header, or an ``x-api-key`` (the Anthropic SDKs' way) as a bearer
-    token."""
-    authorization = _header(scope, b"authorization")
-    if authorization is None and (key := _header(scope, b"x-api-key")) is not None:
-        return f"Bearer {key}"
-    return authorization
-
-
-def _header(scope: dict[str, Any], name: bytes) -> str | None:
-    key: bytes
-    value: bytes
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return None

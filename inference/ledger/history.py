@@ -27,10 +27,10 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from agents.schema import HistoryConfig
-from inference.ledger.database import insert_rows
-from inference.ledger.tokens import estimate_tokens
+from inference.database import insert_rows
 from inference.models import StoredMessage
-from inference.providers.types import Message, Role
+from inference.neutral.tokens import estimate_tokens
+from inference.neutral.types import Message, Role
 
 # What the cache may hold, in characters of message text (plus a row's overhead each):
 # about 20 MB at most, whatever the number of users.

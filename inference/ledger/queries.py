@@ -13,8 +13,9 @@ from django.db.models import Avg, Count, F, Min, Q, Sum
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils import timezone
 
-from inference.ledger.budgets import WINDOWS, usage_in_windows
 from inference.models import JudgeScore, LedgerEntry, StoredMessage
+from inference.money.budgets import usage_in_windows
+from inference.money.caps import WINDOWS
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 from django.utils import timezone
 
 from core.requestlog import RequestLog
-from inference.ledger.database import insert_rows
+from inference.database import insert_rows
 from inference.models import RequestRecord as RequestRecord  # the record, for the admin
 from inference.telemetry.spans import RequestTrace
 from inference.telemetry.tracing import TRACING

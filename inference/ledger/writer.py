@@ -23,7 +23,7 @@ from typing import Any
 from django.db import transaction
 
 from core.afterresponse import responses_in_progress
-from inference.ledger.database import in_database
+from inference.database import in_database
 
 # How long stop() waits for requests still being answered to hand over their records: with
 # the background work's grace before it, within the time a worker gets before SIGKILL.

@@ -6,12 +6,13 @@ import uuid
 from django.utils import timezone
 
 from agents.schema import Config
+from inference.database import in_database
 from inference.engine import Engine
-from inference.ledger.database import in_database
-from inference.memory.embedding import EmbeddingBill, embed, record_embeddings
+from inference.memory.embedding import embed, embedding_charge
 from inference.memory.recall import logged_failure
 from inference.memory.store import add_memories
 from inference.models import Memory
+from inference.money.settlement import settle
 from inference.providers.base import ProviderError
 
 
@@ -34,20 +35,14 @@ async def add_by_hand(
     if embedder is None:
         raise CannotRemember(f"embedder '{agent.memory.embedder}' is not defined")
     try:
-        embedded = await embed(config, engine.providers, embedder, [text])
+        embedded = await embed(config, engine, embedder, [text])
     except ProviderError as error:
         raise EmbeddingFailed(error.message) from error
     now = timezone.now()
-    bill = EmbeddingBill(
-        user_id,
-        embedder,
-        embedded.usage,
-        f"memory-{uuid.uuid4().hex}",
-        now,
-        agent=agent.name,
-        kind="memory",
+    charge = embedding_charge(
+        user_id, agent.name, embedder, embedded.usage, f"memory-{uuid.uuid4().hex}"
     )
-    engine.writer.queue(record_embeddings, bill).add_done_callback(logged_failure)
+    engine.writer.queue(settle, charge).add_done_callback(logged_failure)
     (stored,) = await in_database(
         add_memories, user_id, agent.name, embedder.name, [(text, embedded.vectors[0])], "", now
     )

@@ -1,83 +1,44 @@
-"""Texts into vectors with a configured embedder (docs/embeddings.md), each call priced
-like any other and billed as a ledger row of its user."""
+"""Texts into vectors with a configured embedder (docs/embeddings.md): through routing,
+like any model call (retries, circuit breakers, an ``embeddings`` span), and priced."""
 
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Literal
 
 from agents.schema import Config, EmbedderConfig
-from inference.ledger.prices import price_of, priced
-from inference.ledger.tokens import estimate_tokens
-from inference.models import BudgetReservation, LedgerEntry
-from inference.providers.registry import ProviderClients
-from inference.providers.types import EmbeddingRequest, Usage
-
-
-@dataclass(frozen=True)
-class Embedded:
-    vectors: tuple[tuple[float, ...], ...]  # one per text, in order
-    usage: Usage  # prompt tokens only, and their cost
-
-
-@dataclass(frozen=True)
-class EmbeddingBill:
-    """One embedding call's ledger row, and the budget reservation it replaces. A call of
-    ``/v1/embeddings`` is billed to the user under the embedder's name (``kind`` "turn");
-    one of an agent's memory to the agent (``kind`` "memory", outside the user's budget)."""
-
-    user_id: str
-    embedder: EmbedderConfig
-    usage: Usage
-    call_id: str
-    now: datetime
-    key_id: int | None = None
-    reservation: int | None = None
-    agent: str | None = None  # None: the embedder's name
-    kind: str = "turn"
+from inference.money.settlement import Charge
+from inference.neutral.calls import Answerer
+from inference.neutral.types import Embedded, EmbeddingRequest, Usage
+from inference.routing.deployments import Deployment, Route
+from inference.routing.upstream import RoutingEngine, Upstream
+from inference.telemetry.spans import NO_SPAN, Span
 
 
 async def embed(
     config: Config,
-    providers: ProviderClients,
+    engine: RoutingEngine,
     embedder: EmbedderConfig,
     texts: list[str],
     purpose: Literal["document", "query"] = "document",
     dimensions: int | None = None,
+    span: Span = NO_SPAN,
 ) -> Embedded:
-    """The vectors of ``texts``; their tokens are the provider's count, or estimated at
-    four characters a token where it gives none (Gemini)."""
-    provider = providers.provider(embedder.provider, config)
+    """The vectors of ``texts``, in order, and what they cost."""
+    route = Route((Deployment(embedder.provider, embedder.model),))
     request = EmbeddingRequest(
         embedder.model, tuple(texts), dimensions or embedder.dimensions, purpose
     )
-    answer = await provider.embed(request)
-    tokens = answer.prompt_tokens
-    if tokens is None:
-        tokens = sum(estimate_tokens(text) for text in texts)
-    price = price_of(config, embedder.provider, embedder.model)
-    return Embedded(answer.vectors, priced(Usage(prompt_tokens=tokens), price))
+    return await Upstream(route, config, engine, span=span).embed(request)
 
 
-def record_embeddings(bills: list[EmbeddingBill]) -> None:
-    """Write the bills (the writer holds the transaction): billed to the user as turns
-    are, so budgets and keys count them, under the embedder's name."""
-    LedgerEntry.objects.bulk_create(
-        LedgerEntry(
-            user_id=bill.user_id,
-            agent=bill.agent or bill.embedder.name,
-            kind=bill.kind,
-            provider=bill.embedder.provider,
-            model=bill.embedder.model,
-            completion_id=bill.call_id,
-            prompt_tokens=bill.usage.prompt_tokens,
-            completion_tokens=0,
-            total_tokens=bill.usage.prompt_tokens,
-            cost_micro_usd=bill.usage.cost_micro_usd,
-            api_key_id=bill.key_id,
-            created_at=bill.now,
-        )
-        for bill in bills
+def embedding_charge(
+    user_id: str, agent: str, embedder: EmbedderConfig, usage: Usage, call_id: str
+) -> Charge:
+    """An embedding call made for an agent's memory: charged to the agent, outside the
+    user's budget."""
+    return Charge(
+        kind="memory",
+        user_id=user_id,
+        agent=agent,
+        call_id=call_id,
+        usage=usage,
+        answered_by=Answerer(embedder.provider, embedder.model),
     )
-    reservations = [bill.reservation for bill in bills if bill.reservation is not None]
-    if reservations:
-        BudgetReservation.objects.filter(id__in=reservations).delete()

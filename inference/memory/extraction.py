@@ -11,16 +11,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.schema import AgentConfig, Config
+from inference.database import in_database, lock_until_commit
 from inference.engine import Engine
-from inference.ledger.budgets import lock_until_commit
-from inference.ledger.charges import Answered, charge_background
-from inference.ledger.database import in_database
-from inference.memory.embedding import EmbeddingBill, embed, record_embeddings
+from inference.memory.embedding import embed, embedding_charge
 from inference.memory.recall import logged_failure
 from inference.memory.store import add_memories, shelf
-from inference.providers.types import ChatRequest, Message, ResponseFormat, Usage
+from inference.money.settlement import Charge, settle
+from inference.neutral.calls import Answerer
+from inference.neutral.types import ChatRequest, Message, ResponseFormat, Usage
 from inference.routing.deployments import route_of
-from inference.structured.response_format import structured_output_instruction
+from inference.structured.instruction import structured_output_instruction
 from inference.telemetry.spans import NO_SPAN, Span
 from inference.tools.bounds import TurnBounds
 from inference.tools.executor import CallContext, tool_loop
@@ -81,21 +81,16 @@ async def _extract(exchange: TurnToLearn, config: Config, engine: Engine, parent
         )
         loop = tool_loop(context, route_of(extractor), Toolbox(), FACTS)
         answer = await loop.complete(_request(extractor, exchange))
-    await in_database(_charge, exchange, answer.usage, loop.upstream.answered_by)
+    if answer.usage.total_tokens:
+        await in_database(settle, [_charge(exchange, answer.usage, loop.outcome.answered_by)])
     facts = _facts(answer.text)
     if not facts:
         return
-    embedded = await embed(config, engine.providers, embedder, facts)
-    bill = EmbeddingBill(
-        exchange.user_id,
-        embedder,
-        embedded.usage,
-        exchange.completion_id,
-        timezone.now(),
-        agent=exchange.agent.name,
-        kind="memory",
+    embedded = await embed(config, engine, embedder, facts, span=parent)
+    charge = embedding_charge(
+        exchange.user_id, exchange.agent.name, embedder, embedded.usage, exchange.completion_id
     )
-    engine.writer.queue(record_embeddings, bill).add_done_callback(logged_failure)
+    engine.writer.queue(settle, charge).add_done_callback(logged_failure)
     kept = await in_database(
         _keep_novel,
         exchange,
@@ -168,16 +163,13 @@ def _cosine(first: tuple[float, ...], second: tuple[float, ...]) -> float:
     return dot / norms if norms else 0.0
 
 
-def _charge(exchange: TurnToLearn, usage: Usage, answered_by: Answered | None) -> None:
+def _charge(exchange: TurnToLearn, usage: Usage, answered_by: Answerer | None) -> Charge:
     """The extractor's run, charged to the agent whose memory it is."""
-    if usage.total_tokens:
-        charge_background(
-            "memory",
-            exchange.completion_id,
-            exchange.agent.name,
-            "",
-            "",
-            exchange.user_id,
-            usage,
-            answered_by,
-        ).save()
+    return Charge(
+        kind="memory",
+        user_id=exchange.user_id,
+        agent=exchange.agent.name,
+        call_id=exchange.completion_id,
+        usage=usage,
+        answered_by=answered_by,
+    )

@@ -7,14 +7,14 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from django.utils import timezone
-
 from agents.schema import AgentConfig, Config
+from inference.database import in_database
 from inference.engine import Engine
-from inference.ledger.database import in_database
-from inference.ledger.tokens import estimate_tokens
-from inference.memory.embedding import EmbeddingBill, embed, record_embeddings
+from inference.memory.embedding import embed, embedding_charge
 from inference.memory.store import shelf
+from inference.money.settlement import settle
+from inference.neutral.tokens import estimate_tokens
+from inference.telemetry.spans import NO_SPAN, Span
 
 logger = logging.getLogger("gateway.memory")
 HEADING = "What you know about this user from earlier conversations:"
@@ -33,7 +33,12 @@ class Recall:
 
 
 async def recall(
-    agent: AgentConfig, user_id: str, text: str, config: Config, engine: Engine
+    agent: AgentConfig,
+    user_id: str,
+    text: str,
+    config: Config,
+    engine: Engine,
+    span: Span = NO_SPAN,
 ) -> Recall:
     """Up to ``memory.recall`` memories of ``agent`` about the user, most similar to
     ``text`` first, while they fit ``memory.max_tokens``. The query's embedding is
@@ -46,20 +51,14 @@ async def recall(
         held = await in_database(shelf, user_id, agent.name, embedder.name)
         if not held.ids:
             return Recall()  # nothing to recall: no embedding call
-        embedded = await embed(config, engine.providers, embedder, [text], purpose="query")
+        embedded = await embed(config, engine, embedder, [text], purpose="query", span=span)
     except Exception:
         logger.exception("could not recall the memories of %s for %s", agent.name, user_id)
         return Recall()
-    bill = EmbeddingBill(
-        user_id,
-        embedder,
-        embedded.usage,
-        f"recall-{uuid.uuid4().hex}",
-        timezone.now(),
-        agent=agent.name,
-        kind="memory",
+    charge = embedding_charge(
+        user_id, agent.name, embedder, embedded.usage, f"recall-{uuid.uuid4().hex}"
     )
-    engine.writer.queue(record_embeddings, bill).add_done_callback(logged_failure)
+    engine.writer.queue(settle, charge).add_done_callback(logged_failure)
     facts: list[str] = []
     room = memory.max_tokens
     for fact, _ in held.nearest(embedded.vectors[0], memory.recall):

@@ -12,16 +12,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-from inference.providers.base import (
-    Provider,
-    ProviderError,
-    arguments_object,
-    named,
-    thinking_budget,
-    upstream_message,
-)
-from inference.providers.toolnames import LETTERS_DIGITS_DASHES
-from inference.providers.types import (
+from inference.neutral.types import (
     Block,
     ChatRequest,
     ChatResponse,
@@ -37,7 +28,17 @@ from inference.providers.types import (
     ToolChoice,
     Usage,
     UsageReport,
+    arguments_object,
 )
+from inference.providers.base import (
+    Provider,
+    ProviderError,
+    ProviderKind,
+    named,
+    thinking_budget,
+    upstream_message,
+)
+from inference.providers.toolnames import LETTERS_DIGITS_DASHES
 
 API_VERSION = "2023-06-01"
 # Anthropic requires max_tokens. 4096 is within the output limit of every Claude model.
@@ -61,7 +62,7 @@ _STOP_REASONS: dict[str, FinishReason] = {
 
 
 class AnthropicProvider(Provider):
-    default_base_urls = {"anthropic": "https://api.anthropic.com"}
+    kinds = (ProviderKind("anthropic", "https://api.anthropic.com", "anthropic", "anthropic"),)
     tool_names = LETTERS_DIGITS_DASHES
 
     @property

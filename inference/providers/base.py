@@ -7,6 +7,7 @@ import re
 import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AsyncExitStack, aclosing, suppress
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -17,8 +18,9 @@ from agents.schema import ProviderConfig
 from core import fastjson
 from core.traceparent import outgoing_headers
 from core.upstreamclock import upstream_wait
-from inference.providers.toolnames import ToolNameRule
-from inference.providers.types import (
+from inference.neutral.errors import ApiError
+from inference.neutral.types import (
+    THINKING_BUDGETS,
     ChatRequest,
     ChatResponse,
     EmbeddingRequest,
@@ -27,6 +29,7 @@ from inference.providers.types import (
     StreamEvent,
     Usage,
 )
+from inference.providers.toolnames import ToolNameRule
 
 # How long the end of a streamed body may take after the reply's last event (it normally
 # comes with it) before the connection is given up.
@@ -73,19 +76,42 @@ class ProviderError(Exception):
         self.retryable = retryable
         self.context_too_long = context_too_long
 
+    def as_api_error(self, headers: dict[str, str] | None = None) -> ApiError:
+        """The failure as the client is told of it, with the upstream's wait as
+        ``Retry-After`` (whole seconds) beside ``headers``."""
+        told = dict(headers or {})
+        if self.retry_after is not None:
+            told["Retry-After"] = str(math.ceil(self.retry_after))
+        return ApiError(
+            self.status, self.message, code=self.code, error_type=self.error_type, headers=told
+        )
+
 
 # What decoding a provider's JSON raises when a field is missing or has the wrong type.
 _UNREADABLE = (KeyError, IndexError, TypeError, ValueError, AttributeError)
 
 
+@dataclass(frozen=True)
+class ProviderKind:
+    """A provider kind a config may name (``kind:``), described once, by the class that
+    speaks its wire format: its default URL, and how the GenAI conventions
+    (``gen_ai.provider.name``) and the price table (genai-prices) name it."""
+
+    name: str
+    base_url: str
+    telemetry_name: str
+    price_table: str
+
+
 class Provider:
-    """One configured provider, speaking one wire format. Subclasses implement
-    ``complete_once`` and ``stream_events``.
+    """One configured provider, speaking one wire format. Subclasses declare the kinds
+    they speak (``kinds``) and implement ``complete_once`` and ``stream_events``, and
+    ``embed_once`` where the format serves embeddings, ``count_tokens`` where it counts.
 
     Each call is timed by phase (``providers.<name>.timeout``): connecting, the first byte
     of the response, the gap between two stream events, and the call as a whole."""
 
-    default_base_urls: dict[str, str] = {}
+    kinds: tuple[ProviderKind, ...]
     tool_names: ToolNameRule
 
     def __init__(
@@ -93,9 +119,10 @@ class Provider:
     ) -> None:
         self.name = name
         self.kind = kind
+        self.spec = next(spec for spec in self.kinds if spec.name == kind)
         self.client = client
         self.settings = settings
-        self.base_url = (settings.base_url or self.default_base_urls[kind]).rstrip("/")
+        self.base_url = (settings.base_url or self.spec.base_url).rstrip("/")
         self.timeouts = settings.timeouts
         self._http_timeout = httpx.Timeout(None, connect=self.timeouts.connect)
 
@@ -123,6 +150,15 @@ class Provider:
 
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         raise NotImplementedError
+
+    @classmethod
+    def embeds(cls) -> bool:
+        """Whether the wire format serves embeddings."""
+        return cls.embed_once is not Provider.embed_once
+
+    async def count_tokens(self, request: ChatRequest) -> int | None:
+        """The provider's own count of the request's input tokens (None: it has none)."""
+        return None
 
     async def embed(self, request: EmbeddingRequest) -> Embeddings:
         """Vectors of the texts; a reply the module cannot read is a 502."""
@@ -377,21 +413,8 @@ def upstream_message(text: str) -> str:
     return text.strip()[:500]
 
 
-# Tokens of thought for each reasoning_effort, where a provider takes a budget instead.
-THINKING_BUDGETS = {"none": 0, "minimal": 0, "low": 1024, "medium": 4096, "high": 16384}
-
-
 def thinking_budget(effort: str | None) -> int | None:
     return THINKING_BUDGETS.get(effort) if effort is not None else None
-
-
-def arguments_object(arguments: str) -> dict[str, Any]:
-    """Tool-call arguments as the JSON object Anthropic and Gemini want instead of text."""
-    try:
-        value = json.loads(arguments or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 # An upstream's wait longer than this is passed on as this (one day).

@@ -6,10 +6,7 @@ from typing import Any
 
 import httpx
 
-from inference.providers.base import Provider, ProviderError, named, upstream_message
-from inference.providers.openai_format import encode_content, encode_tool_calls, encode_tools
-from inference.providers.toolnames import COHERE_NAMES
-from inference.providers.types import (
+from inference.neutral.types import (
     ChatRequest,
     ChatResponse,
     EmbeddingRequest,
@@ -27,6 +24,9 @@ from inference.providers.types import (
     Usage,
     UsageReport,
 )
+from inference.providers.base import Provider, ProviderError, ProviderKind, named, upstream_message
+from inference.providers.openai_format import encode_content, encode_tool_calls, encode_tools
+from inference.providers.toolnames import COHERE_NAMES
 
 _FINISH_REASONS: dict[str, FinishReason] = {
     "COMPLETE": "stop",
@@ -42,7 +42,7 @@ _INVALID_TOKEN = 498
 
 
 class CohereProvider(Provider):
-    default_base_urls = {"cohere": "https://api.cohere.com"}
+    kinds = (ProviderKind("cohere", "https://api.cohere.com", "cohere", "cohere"),)
     tool_names = COHERE_NAMES
 
     @property

@@ -10,18 +10,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from inference.providers.base import (
-    Provider,
-    ProviderError,
-    arguments_object,
-    retry_after_header,
-    retry_seconds,
-    thinking_budget,
-    upstream_message,
-)
-from inference.providers.gemini_schema import to_gemini_schema
-from inference.providers.toolnames import GEMINI_NAMES
-from inference.providers.types import (
+from inference.neutral.types import (
     Block,
     ChatRequest,
     ChatResponse,
@@ -39,7 +28,19 @@ from inference.providers.types import (
     ToolChoice,
     Usage,
     UsageReport,
+    arguments_object,
 )
+from inference.providers.base import (
+    Provider,
+    ProviderError,
+    ProviderKind,
+    retry_after_header,
+    retry_seconds,
+    thinking_budget,
+    upstream_message,
+)
+from inference.providers.gemini_schema import to_gemini_schema
+from inference.providers.toolnames import GEMINI_NAMES
 
 _FINISH_REASONS: dict[str, FinishReason] = {
     "STOP": "stop",
@@ -57,7 +58,9 @@ _AUTH_STATUSES = {"UNAUTHENTICATED", "PERMISSION_DENIED"}
 
 
 class GeminiProvider(Provider):
-    default_base_urls = {"gemini": "https://generativelanguage.googleapis.com"}
+    kinds = (
+        ProviderKind("gemini", "https://generativelanguage.googleapis.com", "gcp.gemini", "google"),
+    )
     tool_names = GEMINI_NAMES
 
     def model_url(self, model: str, method: str) -> str:

@@ -5,9 +5,7 @@ from typing import Any
 
 from httpx_sse import ServerSentEvent
 
-from inference.providers.base import Provider, ProviderError, upstream_message
-from inference.providers.toolnames import LETTERS_DIGITS_DASHES
-from inference.providers.types import (
+from inference.neutral.types import (
     ChatRequest,
     ChatResponse,
     EmbeddingRequest,
@@ -27,12 +25,8 @@ from inference.providers.types import (
     Usage,
     UsageReport,
 )
-
-DEFAULT_BASE_URLS = {
-    "openai": "https://api.openai.com/v1",
-    "groq": "https://api.groq.com/openai/v1",
-    "deepseek": "https://api.deepseek.com/v1",
-}
+from inference.providers.base import Provider, ProviderError, ProviderKind, upstream_message
+from inference.providers.toolnames import LETTERS_DIGITS_DASHES
 
 _FINISH_REASONS: dict[str, FinishReason] = {
     "stop": "stop",
@@ -44,7 +38,11 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 
 
 class OpenAIFormatProvider(Provider):
-    default_base_urls = DEFAULT_BASE_URLS
+    kinds = (
+        ProviderKind("openai", "https://api.openai.com/v1", "openai", "openai"),
+        ProviderKind("groq", "https://api.groq.com/openai/v1", "groq", "groq"),
+        ProviderKind("deepseek", "https://api.deepseek.com/v1", "deepseek", "deepseek"),
+    )
     tool_names = LETTERS_DIGITS_DASHES
 
     @property

@@ -1,4 +1,6 @@
-"""Which module speaks each provider kind, and the one HTTP client each provider shares."""
+"""The provider kinds, derived from the classes that speak their wire formats (each
+declares its kinds: adding a kind is one ``ProviderKind`` line, adding a wire format one
+module and one line here), and the one HTTP client each configured provider shares."""
 
 import ssl
 from functools import cache
@@ -7,19 +9,24 @@ import httpx
 
 from agents.schema import Config
 from inference.providers.anthropic_format import AnthropicProvider
-from inference.providers.base import Provider
+from inference.providers.base import Provider, ProviderKind
 from inference.providers.cohere_format import CohereProvider
 from inference.providers.gemini_format import GeminiProvider
 from inference.providers.openai_format import OpenAIFormatProvider
 
+_WIRE_FORMATS: tuple[type[Provider], ...] = (
+    OpenAIFormatProvider,
+    AnthropicProvider,
+    GeminiProvider,
+    CohereProvider,
+)
 PROVIDER_CLASSES: dict[str, type[Provider]] = {
-    "openai": OpenAIFormatProvider,
-    "groq": OpenAIFormatProvider,
-    "deepseek": OpenAIFormatProvider,
-    "anthropic": AnthropicProvider,
-    "gemini": GeminiProvider,
-    "cohere": CohereProvider,
+    kind.name: wire for wire in _WIRE_FORMATS for kind in wire.kinds
 }
+PROVIDER_KINDS: dict[str, ProviderKind] = {
+    kind.name: kind for wire in _WIRE_FORMATS for kind in wire.kinds
+}
+EMBEDDING_KINDS = tuple(kind for kind, wire in PROVIDER_CLASSES.items() if wire.embeds())
 
 
 class ProviderClients:

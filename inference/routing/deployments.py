@@ -8,20 +8,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from agents.schema import Config, Served
+from inference.neutral.calls import Answerer
 from inference.providers.registry import PROVIDER_CLASSES
 from inference.providers.toolnames import ToolNameRule, strictest
 
 
 @dataclass(frozen=True)
-class Deployment:
-    provider: str  # the provider's name under ``providers:``
-    model: str
-    weight: float = 1.0
+class Deployment(Answerer):
+    """A provider (its name under ``providers:``) and model an agent's calls may go to."""
 
-    @property
-    def label(self) -> str:
-        """How responses and logs name it: ``<provider>/<model>``."""
-        return f"{self.provider}/{self.model}"
+    weight: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from datetime import datetime, timedelta
 from django.db.models import Avg, Count
 
 from agents.schema import AgentConfig, Config, ExperimentConfig
-from inference.errors import invalid_request
 from inference.models import JudgeScore
+from inference.neutral.errors import invalid_request
 
 DEFAULT_EPSILON = 0.1
 DEFAULT_MIN_SAMPLES = 30

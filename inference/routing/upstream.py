@@ -12,7 +12,7 @@ model moves on to the next fallback at once. Other failures end the call.
 
 A stream is tried again only until its first content event went on: the events before
 it are held back, so a client never sees two beginnings. Every answer's usage leaves
-priced (``inference.ledger.prices``).
+priced (``inference.money.prices``).
 """
 
 import asyncio
@@ -21,15 +21,19 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from agents.schema import Config
 from core.metrics import observe_attempt, observe_operation
-from inference.ledger.prices import Price, price_of, priced
-from inference.providers.base import Provider, ProviderError
-from inference.providers.registry import ProviderClients
-from inference.providers.types import (
+from inference.money.prices import Price, price_of, priced
+from inference.neutral.calls import CallOutcome
+from inference.neutral.tokens import estimate_tokens
+from inference.neutral.types import (
     ChatRequest,
     ChatResponse,
+    Embedded,
+    EmbeddingRequest,
+    Embeddings,
     Finish,
     StreamEvent,
     TextDelta,
@@ -37,14 +41,36 @@ from inference.providers.types import (
     Usage,
     UsageReport,
 )
+from inference.providers.base import Provider, ProviderError
+from inference.providers.registry import PROVIDER_KINDS, ProviderClients
 from inference.routing.circuits import Circuits
 from inference.routing.deployments import Deployment, Route
-from inference.telemetry.genai import PROVIDER_NAMES, chat_attributes, response_attributes
+from inference.telemetry.genai import (
+    call_attributes,
+    operation_of,
+    response_attributes,
+    usage_attributes,
+)
 from inference.telemetry.spans import NO_SPAN, Span
 from inference.telemetry.tracing import TRACING
 
 # Called before every attempt: raises when the turn may make no more upstream calls.
 type Admit = Callable[[], Awaitable[None]]
+
+
+async def _admit_all() -> None:
+    """Calls outside a turn (embeddings) have no turn's bounds to stay in."""
+
+
+class RoutingEngine(Protocol):
+    """What routing borrows from the process's engine (``inference.engine``)."""
+
+    @property
+    def providers(self) -> ProviderClients: ...
+    @property
+    def circuits(self) -> Circuits: ...
+    @property
+    def rng(self) -> random.Random: ...
 
 
 @dataclass(frozen=True)
@@ -118,18 +144,16 @@ class Upstream:
         self,
         route: Route,
         config: Config,
-        providers: ProviderClients,
-        circuits: Circuits,
-        rng: random.Random,
-        admit: Admit,
+        engine: RoutingEngine,
+        admit: Admit = _admit_all,
         journal: list[Attempt] | None = None,
         span: Span = NO_SPAN,
     ) -> None:
         self.route = route
         self.config = config
-        self.providers = providers
-        self.circuits = circuits
-        self.rng = rng
+        self.providers = engine.providers
+        self.circuits = engine.circuits
+        self.rng = engine.rng
         self.admit = admit
         self.journal = journal if journal is not None else []
         self.attempts: list[Attempt] = []
@@ -139,13 +163,15 @@ class Upstream:
         self._started = 0.0  # when the answering attempt began
         self._attempt_span = NO_SPAN  # the answering attempt's
 
-    def headers(self) -> dict[str, str]:
-        """What a response says of the latest call: the deployment that answered it and
-        how many attempts it took."""
-        headers = {"X-Gateway-Attempts": str(self.tries)}
-        if self.answered_by is not None:
-            headers["X-Gateway-Upstream"] = self.answered_by.label
-        return headers
+    @property
+    def outcome(self) -> CallOutcome:
+        """The deployment that answered the latest call, and its attempts."""
+        return CallOutcome(self.answered_by, self.tries)
+
+    def priced(self, usage: Usage) -> Usage:
+        """``usage`` at the price of the deployment that answered the latest call, else of
+        the first."""
+        return priced(usage, self._price(self.answered_by or self.route.deployments[0]))
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         reply = await self._call(request, _complete)
@@ -157,6 +183,22 @@ class Upstream:
             span.set(response_attributes(reply, TRACING.capture_content))
         self._settled(deployment, "ok", 200, self._started, reply.usage, span, reply)
         return reply
+
+    async def embed(self, request: EmbeddingRequest) -> Embedded:
+        """The vectors of the request's texts; their tokens are the provider's count, or
+        estimated where it gives none (Gemini), and priced."""
+        answer = await self._call(request, _embed)
+        deployment = self._answered()
+        tokens = answer.prompt_tokens
+        if tokens is None:
+            tokens = sum(estimate_tokens(text) for text in request.texts)
+        usage = priced(Usage(prompt_tokens=tokens), self._price(deployment))
+        self.circuits.succeeded(deployment)
+        span = self._attempt_span
+        if span.recording:
+            span.set(usage_attributes(usage))
+        self._settled(deployment, "ok", 200, self._started, usage, span, operation="embeddings")
+        return Embedded(answer.vectors, usage)
 
     async def stream(
         self, request: ChatRequest, *, held: bool = False
@@ -195,10 +237,6 @@ class Upstream:
                 span.set(response_attributes(reply, seen.capture))
             self._settled(deployment, outcome, status, opened.started, reply.usage, span, reply)
 
-    def price(self) -> Price | None:
-        """The price of the deployment that answered the latest call, else of the first."""
-        return self._price(self.answered_by or self.route.deployments[0])
-
     def _price(self, deployment: Deployment) -> Price | None:
         return price_of(self.config, deployment.provider, deployment.model)
 
@@ -206,10 +244,10 @@ class Upstream:
         assert self.answered_by is not None
         return self.answered_by
 
-    async def _call[T](
+    async def _call[R: (ChatRequest, EmbeddingRequest), T](
         self,
-        request: ChatRequest,
-        send: Callable[[Provider, ChatRequest], Awaitable[T]],
+        request: R,
+        send: Callable[[Provider, R], Awaitable[T]],
     ) -> T:
         self.attempts, self.tries, self.answered_by = [], 0, None
         last: ProviderError | None = None
@@ -260,11 +298,11 @@ class Upstream:
             deployment, self.config.providers[deployment.provider].circuit
         )
 
-    async def _attempt[T](
+    async def _attempt[R: (ChatRequest, EmbeddingRequest), T](
         self,
         deployment: Deployment,
-        request: ChatRequest,
-        send: Callable[[Provider, ChatRequest], Awaitable[T]],
+        request: R,
+        send: Callable[[Provider, R], Awaitable[T]],
     ) -> T:
         """One attempt; its success is settled by the caller, once the reply is priced."""
         await self.admit()
@@ -272,11 +310,12 @@ class Upstream:
         provider = self.providers.provider(deployment.provider, self.config)
         probe = self.circuits.starting(deployment)
         request = replace(request, model=deployment.model)
-        span = self.span.child(f"chat {deployment.model}", "client")
+        operation = operation_of(request)
+        span = self.span.child(f"{operation} {deployment.model}", "client")
         if span.recording:
             span.set(
-                chat_attributes(
-                    provider.kind,
+                call_attributes(
+                    provider.spec.telemetry_name,
                     provider.base_url,
                     request,
                     self.tries,
@@ -288,7 +327,9 @@ class Upstream:
             with span.outgoing():
                 result = await send(provider, request)
         except ProviderError as error:
-            self._settled(deployment, error.code, error.status, started, span=span)
+            self._settled(
+                deployment, error.code, error.status, started, span=span, operation=operation
+            )
             if error.retryable:
                 self._failed(deployment)
             else:
@@ -297,7 +338,7 @@ class Upstream:
         except BaseException:
             if probe:
                 self.circuits.abandoned(deployment)
-            self._settled(deployment, "cancelled", 499, started, span=span)
+            self._settled(deployment, "cancelled", 499, started, span=span, operation=operation)
             raise
         self.answered_by, self._started, self._attempt_span = deployment, started, span
         return result
@@ -314,6 +355,7 @@ class Upstream:
         usage: Usage | None = None,
         span: Span = NO_SPAN,
         reply: ChatResponse | None = None,
+        operation: str = "chat",
     ) -> None:
         """Account for an attempt that ended (``outcome`` "ok", or the error code)."""
         seconds = time.perf_counter() - started
@@ -326,7 +368,8 @@ class Upstream:
         observe_attempt(deployment.provider, deployment.model, outcome)
         kind = self.config.provider_kind(deployment.provider)
         observe_operation(
-            PROVIDER_NAMES.get(kind, kind),
+            operation,
+            PROVIDER_KINDS[kind].telemetry_name,
             deployment.model,
             reply.response_model if reply is not None else None,
             seconds,
@@ -338,6 +381,10 @@ class Upstream:
 
 async def _complete(provider: Provider, request: ChatRequest) -> ChatResponse:
     return await provider.complete(request)
+
+
+async def _embed(provider: Provider, request: EmbeddingRequest) -> Embeddings:
+    return await provider.embed(request)
 
 
 async def _open(provider: Provider, request: ChatRequest, held: bool) -> _Opened:

@@ -1,0 +1,2 @@
+"""Structured output on every provider: the instruction a reply must follow, and checking
+and repairing replies against their JSON Schema."""

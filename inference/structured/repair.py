@@ -10,8 +10,8 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from inference.providers.types import ChatRequest, Message, ResponseFormat
-from inference.structured.response_format import schema_validator
+from inference.neutral.schemas import schema_validator
+from inference.neutral.types import ChatRequest, Message, ResponseFormat
 
 _FENCE = re.compile(r"\A\s*```[^\n`]*\n(?P<body>.*?)\n?```\s*\Z", re.DOTALL)
 _REPORTED_ERRORS = 5

@@ -1,23 +1,31 @@
-"""Span attributes as the OpenTelemetry GenAI semantic conventions name them, and ours
-under ``gateway.*`` (docs/telemetry.md lists them all)."""
+"""Span attributes as the OpenTelemetry semantic conventions name them (HTTP, GenAI), and
+ours under ``gateway.*`` (docs/telemetry.md lists them all): the one place their names
+are spelled."""
 
 import json
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from inference.providers.types import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from inference.neutral.types import (
+    ChatRequest,
+    ChatResponse,
+    EmbeddingRequest,
+    Message,
+    ToolCall,
+    Usage,
+)
 from inference.telemetry.spans import Attributes
 
-# Our provider kinds as the conventions name them (gen_ai.provider.name).
-PROVIDER_NAMES = {
-    "openai": "openai",
-    "groq": "groq",
-    "deepseek": "deepseek",
-    "anthropic": "anthropic",
-    "gemini": "gcp.gemini",
-    "cohere": "cohere",
-}
+
+def server_attributes(method: str, path: str) -> Attributes:
+    """A request's server span, as it starts."""
+    return {"http.request.method": method, "url.path": path}
+
+
+def status_attributes(status: int) -> Attributes:
+    """A request's server span, once the client has its status."""
+    return {"http.response.status_code": status}
 
 
 def agent_attributes(agent: str, requested: str, user_id: str) -> Attributes:
@@ -29,6 +37,26 @@ def agent_attributes(agent: str, requested: str, user_id: str) -> Attributes:
         "gen_ai.request.model": requested,
         "gateway.user.id": user_id,
     }
+
+
+def experiment_attributes(experiment: str, variant: str) -> Attributes:
+    """Which experiment and variant an ``invoke_agent`` span answers for."""
+    return {"gateway.experiment": experiment, "gateway.variant": variant}
+
+
+def key_attributes(key_id: int) -> Attributes:
+    """The minted API key a turn's ``invoke_agent`` span is paid by."""
+    return {"gateway.api_key.id": key_id}
+
+
+def judged_attributes(agent: str) -> Attributes:
+    """A judge's ``invoke_agent`` span: the agent whose reply it judges."""
+    return {"gateway.judged.agent": agent}
+
+
+def tool_result_attributes(text: str) -> Attributes:
+    """An ``execute_tool`` span's result (only when content is captured)."""
+    return {"gen_ai.tool.call.result": text}
 
 
 def tool_attributes(name: str, kind: str, call: ToolCall, capture: bool) -> Attributes:
@@ -53,19 +81,33 @@ def _server(base_url: str) -> tuple[str, int]:
     return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
 
 
-def chat_attributes(
-    kind: str, base_url: str, request: ChatRequest, attempt: int, capture: bool
+def operation_of(request: ChatRequest | EmbeddingRequest) -> str:
+    """The GenAI operation a request to a model is (``gen_ai.operation.name``)."""
+    return "chat" if isinstance(request, ChatRequest) else "embeddings"
+
+
+def call_attributes(
+    provider_name: str,
+    base_url: str,
+    request: ChatRequest | EmbeddingRequest,
+    attempt: int,
+    capture: bool,
 ) -> Attributes:
-    """A ``chat`` span's attributes as the attempt starts."""
+    """A ``chat`` or ``embeddings`` span's attributes as the attempt starts
+    (``provider_name``: the provider kind as the conventions name it)."""
     address, port = _server(base_url)
     attributes: Attributes = {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": PROVIDER_NAMES.get(kind, kind),
+        "gen_ai.operation.name": operation_of(request),
+        "gen_ai.provider.name": provider_name,
         "gen_ai.request.model": request.model,
         "server.address": address,
         "server.port": port,
         "gateway.attempt": attempt,
     }
+    if isinstance(request, EmbeddingRequest):
+        if request.dimensions is not None:
+            attributes["gen_ai.embeddings.dimension.count"] = request.dimensions
+        return attributes
     sampling = request.sampling
     for name, value in (
         ("gen_ai.request.temperature", sampling.temperature),

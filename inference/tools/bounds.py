@@ -13,9 +13,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from agents.schema import LimitsConfig
-from inference.errors import ApiError
+from inference.neutral.errors import ApiError
+from inference.neutral.types import Usage
 from inference.providers.base import ProviderError
-from inference.providers.types import Usage
 
 # Raises ApiError (429) when the turn, having spent what it is given, may not go on.
 type Admission = Callable[[Usage], Awaitable[None]]

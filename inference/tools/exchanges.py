@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from inference.models import ToolExchange
-from inference.providers.types import Message, ToolCall
+from inference.neutral.types import Message, ToolCall
 from inference.tools.loop import Exchange
 
 KEPT_FOR = timedelta(hours=1)

@@ -6,26 +6,36 @@ wrong in a tool is reported to the model as the tool's result, never to the clie
 """
 
 import json
-import random
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from django.utils import timezone
 
 from agents.schema import AgentConfig, Config
-from inference.errors import ApiError, ToolFailed
-from inference.ledger.database import in_database
-from inference.providers.base import ProviderError, arguments_object
-from inference.providers.registry import ProviderClients
-from inference.providers.types import ChatRequest, Message, ResponseFormat, ToolCall, Usage
-from inference.routing.circuits import Circuits
+from inference.database import in_database
+from inference.neutral.errors import ApiError
+from inference.neutral.types import (
+    ChatRequest,
+    Message,
+    ResponseFormat,
+    ToolCall,
+    Usage,
+    arguments_object,
+)
+from inference.providers.base import ProviderError
 from inference.routing.deployments import Route, route_of
 from inference.routing.experiments import bandit_arms, route
-from inference.routing.upstream import Attempt, Upstream
-from inference.telemetry.genai import agent_attributes, tool_attributes, usage_attributes
+from inference.routing.upstream import Attempt, RoutingEngine, Upstream
+from inference.telemetry.genai import (
+    agent_attributes,
+    tool_attributes,
+    tool_result_attributes,
+    usage_attributes,
+)
 from inference.telemetry.spans import NO_SPAN, Span
 from inference.telemetry.tracing import TRACING
 from inference.tools.bounds import TurnBounds, TurnStopped
+from inference.tools.failure import ToolFailed
 from inference.tools.loop import ToolLoop
 from inference.tools.mcp import McpHub
 from inference.tools.toolbox import AgentTool, Toolbox, build_toolbox
@@ -33,18 +43,12 @@ from inference.tools.toolbox import AgentTool, Toolbox, build_toolbox
 MAX_SUBAGENT_DEPTH = 4
 
 
-class Borrowed(Protocol):
+class Borrowed(RoutingEngine, Protocol):
     """What a conversation borrows from the process's engine (``inference.engine``), which
     itself owns the MCP hub of this package."""
 
     @property
-    def providers(self) -> ProviderClients: ...
-    @property
     def mcp(self) -> McpHub: ...
-    @property
-    def rng(self) -> random.Random: ...
-    @property
-    def circuits(self) -> Circuits: ...
 
 
 @dataclass(frozen=True)
@@ -72,19 +76,11 @@ def tool_loop(
     shadow, a judge): its calls go to the route's deployments, each attempt admitted by the
     turn's bounds; the agent's own tools run at the context's depth, and a reply is
     checked against ``response_format`` with the config's repairs."""
-    engine = context.engine
-    upstream = Upstream(
-        route,
-        context.config,
-        engine.providers,
-        engine.circuits,
-        engine.rng,
-        context.bounds.admit,
-        context.journal,
-        context.span,
+    calls = Upstream(
+        route, context.config, context.engine, context.bounds.admit, context.journal, context.span
     )
     return ToolLoop(
-        upstream,
+        calls,
         toolbox,
         ToolExecutor(context, toolbox).run,
         response_format,
@@ -115,7 +111,7 @@ class ToolExecutor:
                 usage = failure.usage
                 span.fail("tool_failed")
             if TRACING.capture_content and span.recording:
-                span.set({"gen_ai.tool.call.result": text})
+                span.set(tool_result_attributes(text))
         return Message(role="tool", content=text, tool_call_id=call.id, name=call.name), usage
 
     async def _mcp(self, tool: AgentTool, arguments: dict[str, Any]) -> str:

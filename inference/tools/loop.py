@@ -1,7 +1,7 @@
 """One conversation with a model, from the request to its final answer.
 
-Each round is one model call (sent, and tried again where it failed, by
-``inference.routing.upstream``). A round whose tool calls are all the agent's own is
+Each round is one model call, made through the conversation's ``ModelCalls`` (the seam
+before the upstream: routing sends it, and tries again where it failed). A round whose tool calls are all the agent's own is
 run by the gateway and the loop goes on (at most ``MAX_TOOL_ROUNDS`` such rounds); a
 round that calls any client tool ends the turn, after the gateway ran its own calls of
 that round (they are kept in ``exchange`` for the client's follow-up); a final text
@@ -20,8 +20,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from inference.providers.base import ProviderError
-from inference.providers.types import (
+from inference.neutral.calls import CallOutcome, ModelCalls
+from inference.neutral.tokens import estimate_tokens
+from inference.neutral.types import (
     ChatRequest,
     ChatResponse,
     Message,
@@ -34,7 +35,7 @@ from inference.providers.types import (
     ToolCallDelta,
     Usage,
 )
-from inference.routing.upstream import Upstream
+from inference.providers.base import ProviderError
 from inference.structured.repair import strip_fence, validation_errors, with_repair_turn
 from inference.tools.bounds import TurnBounds, TurnStopped
 from inference.tools.toolbox import Toolbox
@@ -72,9 +73,13 @@ def exchange_of(
 
 
 class ToolLoop:
+    """What its holder reads of it: ``answer`` (once there is one), ``exchange`` (the
+    gateway's half of a round that ended at client calls), ``outcome`` (of the latest model
+    call) and ``in_flight()``; what the turn spent is in its bounds."""
+
     def __init__(
         self,
-        upstream: Upstream,
+        calls: ModelCalls,
         toolbox: Toolbox,
         run_tool: RunTool | None = None,
         response_format: ResponseFormat | None = None,
@@ -82,24 +87,41 @@ class ToolLoop:
         *,
         bounds: TurnBounds,
     ) -> None:
-        self.upstream = upstream
+        self.calls = calls
         self.bounds = bounds
         self.toolbox = toolbox
         self.run_tool = run_tool
         self.response_format = response_format
         self.max_repairs = max_repairs
         self.spent = Usage()
-        self.final: ChatResponse | None = None  # the answer, once there is one
+        self.answer: ChatResponse | None = None
         self.exchange: Exchange | None = None
-        self.current: StreamAccumulator | None = None  # a streamed round under way
+        self._round: StreamAccumulator | None = None  # a streamed round under way
+        self._round_request: ChatRequest | None = None
         self._rounds = 0
         self._repairs = 0
+
+    @property
+    def outcome(self) -> CallOutcome:
+        return self.calls.outcome
+
+    def in_flight(self) -> Usage:
+        """What a streamed round still under way has spent: as the provider reported it,
+        or estimated when it was cut before its usage came (nothing without one)."""
+        current, request = self._round, self._round_request
+        if current is None or request is None:
+            return Usage()
+        if current.usage.total_tokens:
+            return current.usage
+        prompt = request.system + "".join(message.content for message in request.messages)
+        partial = Usage(estimate_tokens(prompt), estimate_tokens("".join(current.text)))
+        return self.calls.priced(partial)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         while True:
             try:
                 async with asyncio.timeout_at(self.bounds.deadline):
-                    reply = await self.upstream.complete(request)
+                    reply = await self.calls.complete(request)
             except TimeoutError:
                 raise self.bounds.timed_out() from None
             except TurnStopped:
@@ -112,12 +134,12 @@ class ToolLoop:
             self.bounds.spent += reply.usage
             step = await self._after(request, reply)
             if isinstance(step, ChatResponse):
-                self.final = step
+                self.answer = step
                 return step
             request = step
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """The final answer's text and client tool calls, as events (then see ``final``)."""
+        """The final answer's text and client tool calls, as events (then see ``answer``)."""
         if self.response_format is not None:
             final = await self.complete(request)  # validated before anything is sent
             for event in _replay(final):
@@ -131,7 +153,7 @@ class ToolLoop:
             reply = await self._collected(request)
             step = await self._after(request, reply)
             if isinstance(step, ChatResponse):
-                self.final = step
+                self.answer = step
                 for event in _replay(step):
                     yield event
                 return
@@ -140,35 +162,39 @@ class ToolLoop:
     async def _relayed(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """The only round, relayed as it arrives (tool names as the client knows them). One
         call, no tools: bounded by the provider's own timeout, not the turn's deadline."""
-        self.current = accumulator = StreamAccumulator()
-        async for event in self.upstream.stream(request):
+        accumulator = self._open_round(request)
+        async for event in self.calls.stream(request):
             accumulator.add(event)
             if (isinstance(event, TextDelta) and event.text) or isinstance(event, Reasoning):
                 yield event
             elif isinstance(event, ToolCallDelta):
                 name = self.toolbox.client_names.get(event.name or "", event.name)
                 yield replace(event, name=name)
-        self.current = None
+        self._round = None
         self.spent += accumulator.usage
         self.bounds.spent += accumulator.usage
         reply = accumulator.response()
         if reply.tool_calls:
             self.exchange = exchange_of([], (), list(reply.tool_calls), reply.reasoning)
         calls = tuple(self.toolbox.to_client(call) for call in reply.tool_calls)
-        self.final = replace(reply, usage=self.spent, tool_calls=calls)
+        self.answer = replace(reply, usage=self.spent, tool_calls=calls)
 
     async def _collected(self, request: ChatRequest) -> ChatResponse:
-        self.current = accumulator = StreamAccumulator()
+        accumulator = self._open_round(request)
         try:
             async with asyncio.timeout_at(self.bounds.deadline):
-                async for event in self.upstream.stream(request, held=True):
+                async for event in self.calls.stream(request, held=True):
                     accumulator.add(event)
         except TimeoutError:
             raise self.bounds.timed_out() from None
-        self.current = None
+        self._round = None
         self.spent += accumulator.usage
         self.bounds.spent += accumulator.usage
         return accumulator.response()
+
+    def _open_round(self, request: ChatRequest) -> StreamAccumulator:
+        self._round, self._round_request = StreamAccumulator(), request
+        return self._round
 
     async def _after(self, request: ChatRequest, reply: ChatResponse) -> ChatResponse | ChatRequest:
         """The turn's answer, or the request of the next round."""

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from agents.schema import McpServerConfig
 from core.logformat import log_event
 from core.traceparent import outgoing_headers
-from inference.errors import ToolFailed
 from inference.status import McpServerStatus, McpState
+from inference.tools.failure import ToolFailed
 
 if TYPE_CHECKING:
     import httpx2

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from agents.schema import AgentConfig, Config
-from inference.errors import ApiError, invalid_request
+from inference.neutral.errors import ApiError, invalid_request
+from inference.neutral.types import Message, ToolCall, ToolChoice, ToolSpec
 from inference.providers.toolnames import ToolNameRule
-from inference.providers.types import Message, ToolCall, ToolChoice, ToolSpec
 from inference.tools.mcp import McpHub
 
 CONNECT_WAIT = 10.0  # seconds a request waits for an MCP server that is just starting

@@ -3,46 +3,21 @@ refused), else the authenticated principal when ``auth.proxy.bind_user`` is on (
 the client sends can override it), else ``safety_identifier``, else ``user``, else the
 ``X-User-Id`` header, else the config's ``default_user_id``."""
 
-from dataclasses import dataclass
-from typing import Protocol
-
 from agents.schema import Config
-from inference.errors import ApiError, invalid_request
-from inference.ledger.keys import KeyGrant
-from inference.wire.wellformed import has_lone_surrogate
+from inference.money.keys import KeyGrant
+from inference.neutral.errors import ApiError, invalid_request
+from inference.neutral.request import Claims
+from inference.neutral.wellformed import has_lone_surrogate
 
 MAX_USER_ID_LENGTH = 255  # the width of the user_id columns
 
 
-class NamesUser(Protocol):
-    """Where a request may name its user (a ``ClientRequest`` is one)."""
-
-    @property
-    def safety_identifier(self) -> str | None: ...
-    @property
-    def user(self) -> str | None: ...
-    @property
-    def header_user(self) -> str | None: ...
-    @property
-    def bound_user(self) -> str | None: ...
-
-
-@dataclass(frozen=True)
-class Claims:
-    """The user a request names, before its body is read whole (or without a body)."""
-
-    safety_identifier: str | None = None
-    user: str | None = None
-    header_user: str | None = None
-    bound_user: str | None = None
-
-
-def resolve_user_id(client: NamesUser, config: Config, key: KeyGrant | None = None) -> str:
+def resolve_user_id(claims: Claims, config: Config, key: KeyGrant | None = None) -> str:
     if key is not None:
         for field, named in (
-            ("safety_identifier", client.safety_identifier),
-            ("user", client.user),
-            ("X-User-Id", client.header_user),
+            ("safety_identifier", claims.safety_identifier),
+            ("user", claims.user),
+            ("X-User-Id", claims.header_user),
         ):
             if named is not None and named.strip() and named != key.user:
                 raise ApiError(
@@ -54,10 +29,10 @@ def resolve_user_id(client: NamesUser, config: Config, key: KeyGrant | None = No
                 )
         return key.user
     for field, candidate in (
-        ("the authenticated principal", client.bound_user),
-        ("safety_identifier", client.safety_identifier),
-        ("user", client.user),
-        ("X-User-Id", client.header_user),
+        ("the authenticated principal", claims.bound_user),
+        ("safety_identifier", claims.safety_identifier),
+        ("user", claims.user),
+        ("X-User-Id", claims.header_user),
         ("default_user_id", config.default_user_id),
     ):
         if candidate is not None and candidate.strip():

@@ -20,15 +20,16 @@ from django.db import transaction
 from agents.schema import Config, JudgeConfig
 from core.logformat import log_event
 from core.metrics import observe_judge_scores
+from inference.database import in_database
 from inference.engine import Engine
-from inference.ledger.charges import charge_background
-from inference.ledger.database import in_database
 from inference.models import JudgeRun, JudgeScore
+from inference.money.settlement import Charge, settle
+from inference.neutral.calls import Answerer
+from inference.neutral.types import ChatRequest, Message, ResponseFormat, Usage
 from inference.providers.base import ProviderError
-from inference.providers.types import ChatRequest, Message, ResponseFormat, Usage
-from inference.routing.deployments import Deployment, route_of
-from inference.structured.response_format import structured_output_instruction
-from inference.telemetry.genai import agent_attributes, usage_attributes
+from inference.routing.deployments import route_of
+from inference.structured.instruction import structured_output_instruction
+from inference.telemetry.genai import agent_attributes, judged_attributes, usage_attributes
 from inference.telemetry.spans import NO_SPAN, Span
 from inference.tools.bounds import TurnBounds
 from inference.tools.executor import CallContext, tool_loop
@@ -111,7 +112,7 @@ async def judge_reply(
     with parent.child(f"invoke_agent {judge.name}") as span:
         if span.recording:
             span.set(agent_attributes(judge.name, judge.model, subject.user_id))
-            span.set({"gateway.judged.agent": subject.agent})
+            span.set(judged_attributes(subject.agent))
         await _judge(judge, subject, config, engine, span)
 
 
@@ -147,7 +148,7 @@ async def _judge(
         error = f"internal error: {type(failure).__name__}"
         span.fail(type(failure).__name__)
     span.set(usage_attributes(spent))
-    answered_by = loop.upstream.answered_by
+    answered_by = loop.outcome.answered_by
     await in_database(record_verdict, judge, subject, verdict, error, spent, answered_by)
     if verdict is not None:
         scores = {criterion: verdict[criterion]["score"] for criterion in judge.rubrics}
@@ -168,7 +169,7 @@ def record_verdict(
     verdict: dict[str, Any] | None,
     error: str,
     spent: Usage,
-    answered_by: Deployment | None,
+    answered_by: Answerer | None,
 ) -> None:
     """The judge's run, its scores, and what it spent (charged to the judged agent)."""
     common = {
@@ -182,16 +183,7 @@ def record_verdict(
     }
     with transaction.atomic():
         if spent.total_tokens:
-            charge_background(
-                "judge",
-                subject.completion_id,
-                subject.agent,
-                subject.experiment,
-                subject.variant,
-                subject.user_id,
-                spent,
-                answered_by,
-            ).save()
+            settle([_charge(subject, spent, answered_by)])
         run = JudgeRun.objects.create(
             **common, status="ok" if verdict is not None else "failed", error=error
         )
@@ -208,3 +200,17 @@ def record_verdict(
             )
             for criterion in judge.rubrics
         )
+
+
+def _charge(subject: JudgedReply, spent: Usage, answered_by: Answerer | None) -> Charge:
+    """The judge's calls, charged to the judged agent (and its experiment and variant)."""
+    return Charge(
+        kind="judge",
+        user_id=subject.user_id,
+        agent=subject.agent,
+        call_id=subject.completion_id,
+        usage=spent,
+        answered_by=answered_by,
+        experiment=subject.experiment,
+        variant=subject.variant,
+    )

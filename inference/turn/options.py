@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import langcodes
 
-from inference.errors import invalid_request
-from inference.ledger.budgets import WINDOWS, TokenCap
+from inference.money.caps import WINDOWS, TokenCap
+from inference.neutral.errors import invalid_request
 
 # Loose shape of a BCP 47 tag (subtags of letters and digits joined by hyphens);
 # langcodes then checks it properly. It alone would accept "en_US".

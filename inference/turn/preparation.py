@@ -18,25 +18,27 @@ from django.utils import timezone
 
 from agents.schema import AgentConfig, Config
 from core.requestlog import RequestLog
+from inference.database import in_database
 from inference.engine import Engine
-from inference.errors import ApiError, invalid_request
-from inference.ledger.budgets import operator_caps, release, reservation_size, reserve
-from inference.ledger.database import in_database
 from inference.ledger.history import load_history
-from inference.ledger.keys import KeyGrant
-from inference.ledger.prices import price_of
-from inference.ledger.tokens import estimate_tokens
 from inference.memory.recall import Recall, recall
-from inference.providers.types import ChatRequest, Message, Usage
+from inference.money.admission import admit, release_quietly, reservation_size
+from inference.money.caps import operator_caps
+from inference.money.keys import KeyGrant
+from inference.money.prices import price_of
+from inference.neutral.errors import ApiError, invalid_request
+from inference.neutral.request import ClientRequest
+from inference.neutral.tokens import estimate_tokens
+from inference.neutral.types import ChatRequest, Message, Usage
 from inference.routing.deployments import Route, route_of
 from inference.routing.experiments import Arm, Routing, bandit_arms, route
+from inference.telemetry.spans import NO_SPAN, Span
 from inference.tools.exchanges import load_exchanges, with_exchanges
 from inference.tools.loop import Exchange
 from inference.tools.toolbox import Toolbox, build_toolbox
 from inference.turn.identity import resolve_user_id
 from inference.turn.options import RequestOptions, parse_options
 from inference.turn.prompt import build_chat_request
-from inference.wire.client_request import ClientRequest
 
 logger = logging.getLogger("gateway.inference")
 
@@ -103,16 +105,13 @@ async def prepare_turn(
     log: RequestLog,
     id_prefix: str = "chatcmpl-",
     key: KeyGrant | None = None,
+    span: Span = NO_SPAN,
 ) -> Turn:
-    user_id = resolve_user_id(client, config, key)
+    """``span``: the request's server span (the recall of memories is under it)."""
+    user_id = resolve_user_id(client.claims, config, key)
     log.user, log.model = user_id, client.model
-    if key is not None and not key.allows(client.model):
-        raise ApiError(
-            403,
-            f"This API key may not call '{client.model}' (it may call: {', '.join(key.agents or ())})",
-            code="model_not_allowed",
-            param="model",
-        )
+    if key is not None:
+        key.check_allows(client.model)
     options = parse_options(client.metadata)
     if operator := operator_caps(config.budgets, user_id):
         options = replace(options, caps=options.caps + operator)
@@ -121,7 +120,7 @@ async def prepare_turn(
     else:
         stored = await _stored(config, client, engine, user_id, options, key)
     try:
-        turn = await _turn(client, config, engine, log, id_prefix, user_id, options, stored)
+        turn = await _turn(client, config, engine, log, id_prefix, user_id, options, stored, span)
         return replace(turn, key_id=key.id if key is not None else None)
     except BaseException:
         # The turn never reached the call whose recording settles the reservation.
@@ -152,15 +151,6 @@ async def _stored(
         raise
 
 
-async def release_quietly(reservation: int) -> None:
-    """Give back a reservation that no ledger row will settle. A failure is logged, never
-    raised over what the caller is handling: the reservation then expires on its own."""
-    try:
-        await in_database(release, reservation)
-    except Exception:
-        logger.exception("could not release budget reservation %s", reservation)
-
-
 def _release_orphan(engine: Engine, reading: "asyncio.Future[Stored]") -> None:
     if reading.cancelled() or reading.exception() is not None:
         return
@@ -177,6 +167,7 @@ async def _turn(
     user_id: str,
     options: RequestOptions,
     stored: Stored,
+    span: Span,
 ) -> Turn:
     if client.user_text is None:
         raise invalid_request(
@@ -192,7 +183,7 @@ async def _turn(
     setting = Setting(client, options, tuple(history), stored.exchanges)
     memories = Recall()
     if routing.agent.memory is not None and options.history and routing.agent.history:
-        memories = await recall(routing.agent, user_id, client.user_text, config, engine)
+        memories = await recall(routing.agent, user_id, client.user_text, config, engine, span)
     return Turn(
         completion_id=log.completion_id,
         created=int(time.time()),
@@ -215,7 +206,9 @@ async def agent_call(
     provider knows."""
     client = setting.client
     route = route_of(agent)
-    toolbox = await build_toolbox(agent, config, engine.mcp, client.tools, route.tool_names(config))
+    toolbox = await build_toolbox(
+        agent, config, engine.mcp, client.tools.specs, route.tool_names(config)
+    )
     own = tuple(toolbox.to_provider(message) for message in client.messages)
     conversation = [*setting.history, *with_exchanges(own, setting.exchanges)]
     request = build_chat_request(agent, client, setting.options, conversation, toolbox, memories)
@@ -256,7 +249,7 @@ def _before_the_call(
     arms = bandit_arms(config, client.model, now)
     # Last: nothing that may fail comes between the reservation and its return.
     tokens, micro_usd = _reservation_size(config, client, history)
-    reservation = reserve(user_id, options.caps, tokens, now, key, micro_usd)
+    reservation = admit(user_id, options.caps, tokens, now, key, micro_usd)
     return Stored(reservation, history, exchanges, arms)
 
 

@@ -6,11 +6,11 @@ language instruction, the request's own system messages, structured-output instr
 """
 
 from agents.schema import AgentConfig
-from inference.providers.types import ChatRequest, Message
-from inference.structured.response_format import structured_output_instruction
+from inference.neutral.request import ClientRequest
+from inference.neutral.types import ChatRequest, Message
+from inference.structured.instruction import structured_output_instruction
 from inference.tools.toolbox import Toolbox
 from inference.turn.options import RequestOptions, language_instruction
-from inference.wire.client_request import ClientRequest
 
 
 def build_chat_request(
@@ -33,8 +33,8 @@ def build_chat_request(
         messages=tuple(conversation),
         sampling=client.sampling,
         tools=toolbox.specs,
-        tool_choice=toolbox.choice(client.tool_choice),
-        parallel_tool_calls=client.parallel_tool_calls if toolbox.specs else None,
+        tool_choice=toolbox.choice(client.tools.choice),
+        parallel_tool_calls=client.tools.parallel if toolbox.specs else None,
         response_format=client.response_format,
         system_cache_control=client.system_cache_control,
     )

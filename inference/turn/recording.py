@@ -1,7 +1,7 @@
-"""What a turn leaves in the database: one ledger row (every round, repair and subagent
-call summed) that replaces the turn's budget reservation, the exchange in the user's
-history when the turn produced an answer, and the gateway's half of a tool round that
-ended at client calls.
+"""What a turn leaves in the database: its charge (every round, repair and subagent call
+summed, settled by ``inference.money.settlement``), the exchange in the user's history
+when the turn produced an answer, and the gateway's half of a tool round that ended at
+client calls.
 
 Turns that end together are written together, in the writer's transaction
 (``inference.ledger.writer``), so each turn's ledger row and the settling of its
@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from inference.ledger.database import insert_rows
 from inference.ledger.history import history_rows, store_history
-from inference.models import BudgetReservation, LedgerEntry, ToolExchange
-from inference.providers.types import ToolCall, Usage
-from inference.routing.deployments import Deployment
+from inference.models import ToolExchange
+from inference.money.settlement import Charge, settle
+from inference.neutral.calls import Answerer
+from inference.neutral.types import ToolCall, Usage
 from inference.tools.exchanges import tool_exchange_rows
 from inference.tools.loop import Exchange
 from inference.turn.preparation import Turn
@@ -32,7 +32,7 @@ class TurnRecord:
     exchange: Exchange | None
     client_calls: tuple[ToolCall, ...]
     now: datetime
-    upstream: Deployment | None = None  # what answered the final model call
+    upstream: Answerer | None = None  # what answered the final model call
     attempts: int = 0  # upstream attempts of the turn, retries and fallbacks included
 
     @property
@@ -49,12 +49,7 @@ class TurnRecord:
 
 def record_turns(records: Sequence[TurnRecord]) -> None:
     """Write ``records`` (the writer holds the transaction)."""
-    insert_rows([_ledger_row(record) for record in records])
-    reservations = [
-        record.turn.reservation for record in records if record.turn.reservation is not None
-    ]
-    if reservations:
-        BudgetReservation.objects.filter(id__in=reservations).delete()
+    settle([_charge(record) for record in records])
     history = [
         row
         for record in records
@@ -80,22 +75,19 @@ def record_turns(records: Sequence[TurnRecord]) -> None:
         ToolExchange.objects.bulk_create(exchanges)
 
 
-def _ledger_row(record: TurnRecord) -> LedgerEntry:
-    turn, usage = record.turn, record.usage
-    return LedgerEntry(
+def _charge(record: TurnRecord) -> Charge:
+    turn = record.turn
+    return Charge(
+        kind="turn",
         user_id=turn.user_id,
         agent=turn.agent.name,
+        call_id=turn.completion_id,
+        usage=record.usage,
+        answered_by=record.upstream or Answerer(turn.agent.provider, turn.agent.model),
+        attempts=record.attempts,
         experiment=turn.routing.experiment,
         variant=turn.routing.variant,
-        provider=record.upstream.provider if record.upstream else turn.agent.provider,
-        model=record.upstream.model if record.upstream else turn.agent.model,
-        attempts=record.attempts,
-        completion_id=turn.completion_id,
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        total_tokens=usage.total_tokens,
-        cached_tokens=usage.cached_tokens or 0,
-        cost_micro_usd=usage.cost_micro_usd,
-        api_key_id=turn.key_id,
+        key_id=turn.key_id,
+        reservation=turn.reservation,
         created_at=record.now,
     )

@@ -3,12 +3,11 @@ record what was spent and said, and start what follows the reply.
 
 Both ways of answering go through here: ``complete`` for a whole answer, ``open_stream``
 for events as they come. Provider failures leave as ``ApiError``s; the wire modules
-(``inference.wire``) only shape what the runner hands them.
+(``inference.dialects``) only shape what the runner hands them.
 """
 
 import asyncio
 import logging
-import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
 from functools import partial
 from typing import Any
@@ -18,15 +17,12 @@ from django.utils import timezone
 from agents.schema import Config
 from core.afterresponse import after_response
 from core.requestlog import RequestLog
+from inference.database import in_database
 from inference.engine import Engine
-from inference.errors import ApiError
-from inference.ledger.budgets import admit_within_turn
-from inference.ledger.database import in_database
-from inference.ledger.prices import priced
-from inference.ledger.tokens import estimate_tokens
 from inference.memory.extraction import TurnToLearn, extract_memories
-from inference.providers.base import ProviderError
-from inference.providers.types import (
+from inference.money.admission import admit_call, release_quietly
+from inference.neutral.errors import ApiError
+from inference.neutral.types import (
     ChatResponse,
     Finish,
     StreamEvent,
@@ -34,14 +30,21 @@ from inference.providers.types import (
     Usage,
     UsageReport,
 )
-from inference.telemetry.genai import agent_attributes, usage_attributes
+from inference.providers.base import ProviderError
+from inference.routing.upstream import Attempt
+from inference.telemetry.genai import (
+    agent_attributes,
+    experiment_attributes,
+    key_attributes,
+    usage_attributes,
+)
 from inference.telemetry.spans import NO_SPAN, Attributes, Span
 from inference.tools.bounds import TurnBounds
 from inference.tools.exchanges import delete_expired
 from inference.tools.executor import CallContext, tool_loop
 from inference.tools.loop import ToolLoop
 from inference.turn.judges import JudgedReply, judge_reply, sampled_judges
-from inference.turn.preparation import Turn, release_quietly
+from inference.turn.preparation import Turn
 from inference.turn.recording import TurnRecord, record_turns
 from inference.turn.shadows import run_shadow
 
@@ -61,6 +64,8 @@ class TurnRunner:
         self.span = span
         self.invoke = NO_SPAN
         self.loop: ToolLoop | None = None
+        self.bounds = TurnBounds(config.limits)
+        self.journal: list[Attempt] = []  # every upstream attempt of the turn (the log's)
 
     async def complete(self, turn: Turn) -> ChatResponse:
         loop = self._loop(turn)
@@ -69,12 +74,12 @@ class TurnRunner:
                 answer = await loop.complete(turn.call.request)
             except ProviderError as error:
                 self.invoke.fail(error.code)
-                await self._record(turn, loop, loop.bounds.spent, None)
+                await self._record(turn, loop, self.bounds.spent, None)
                 raise self._failure(error) from error
             except BaseException:
                 # Another failure, or the client went away (cancelled): bill what was
                 # spent and free the budget reservation.
-                await asyncio.shield(self._settle_quietly(turn, loop, loop.bounds.spent))
+                await asyncio.shield(self._settle_quietly(turn, loop, self.bounds.spent))
                 raise
             await self._record(turn, loop, answer.usage, _remembered(answer))
         self._after_reply(turn, loop, answer)
@@ -101,9 +106,10 @@ class TurnRunner:
                 if isinstance(event, TextDelta):
                     sent.append(event.text)
                 yield event
-            assert loop.final is not None
-            yield Finish(loop.final.finish_reason, by_stop_sequence=loop.final.by_stop_sequence)
-            yield UsageReport(loop.spent)
+            answer = loop.answer
+            assert answer is not None
+            yield Finish(answer.finish_reason, by_stop_sequence=answer.by_stop_sequence)
+            yield UsageReport(answer.usage)
             outcome = "done"
         except ProviderError as error:
             outcome = "failed"
@@ -120,28 +126,41 @@ class TurnRunner:
             # A disconnect cancels this generator at its current await; the bill must be
             # written all the same: tokens the provider already spent are billed.
             reply = None
-            if outcome == "done" and loop.final is not None:
-                reply = _remembered(loop.final)
+            if outcome == "done" and loop.answer is not None:
+                reply = _remembered(loop.answer)
             elif outcome == "cut":
                 reply = "".join(sent)
-            await asyncio.shield(self._record_quietly(turn, loop, _billed(turn, loop), reply))
-            if outcome == "done" and loop.final is not None:
-                self._after_reply(turn, loop, loop.final)
+            billed = self.bounds.spent + loop.in_flight()
+            await asyncio.shield(self._record_quietly(turn, loop, billed, reply))
+            if outcome == "done" and loop.answer is not None:
+                self._after_reply(turn, loop, loop.answer)
 
     def _loop(self, turn: Turn) -> ToolLoop:
         call = turn.call
         self.invoke = self.span.child(f"invoke_agent {turn.agent.name}")
         if self.invoke.recording:
             self.invoke.set(_turn_attributes(turn))
+        self.bounds = self._bounds(turn)
         context = CallContext(
-            self.config, self.engine, turn.user_id, self._bounds(turn), span=self.invoke
+            self.config,
+            self.engine,
+            turn.user_id,
+            self.bounds,
+            journal=self.journal,
+            span=self.invoke,
         )
         self.loop = tool_loop(context, call.route, call.toolbox, call.request.response_format)
         return self.loop
 
     def upstream_headers(self) -> dict[str, str]:
         """``X-Gateway-Upstream`` and ``X-Gateway-Attempts`` of the turn's final model call."""
-        return self.loop.upstream.headers() if self.loop is not None else {}
+        if self.loop is None:
+            return {}
+        outcome = self.loop.outcome
+        headers = {"X-Gateway-Attempts": str(outcome.attempts)}
+        if outcome.answered_by is not None:
+            headers["X-Gateway-Upstream"] = outcome.answered_by.label
+        return headers
 
     def _bounds(self, turn: Turn) -> TurnBounds:
         """The turn's bounds; with token caps, each of its model calls after the first is
@@ -153,7 +172,7 @@ class TurnRunner:
         async def admission(spent: Usage) -> None:
             now = timezone.now()
             await in_database(
-                admit_within_turn,
+                admit_call,
                 turn.user_id,
                 caps,
                 turn.reservation,
@@ -164,13 +183,10 @@ class TurnRunner:
         return TurnBounds(self.config.limits, admission)
 
     async def _record(self, turn: Turn, loop: ToolLoop, usage: Usage, reply: str | None) -> None:
-        upstream = loop.upstream
-        self.log.attempts = [attempt.as_log() for attempt in upstream.journal]
-        if upstream.answered_by is not None:
-            self.log.provider, self.log.upstream = (
-                upstream.answered_by.provider,
-                upstream.answered_by.label,
-            )
+        answered_by = loop.outcome.answered_by
+        self.log.attempts = [attempt.as_log() for attempt in self.journal]
+        if answered_by is not None:
+            self.log.provider, self.log.upstream = answered_by.provider, answered_by.label
         self.invoke.set(usage_attributes(usage))
         self.log.tokens = usage.total_tokens
         self.log.cost_usd = usage.cost_usd
@@ -178,7 +194,7 @@ class TurnRunner:
             usage.prompt_tokens,
             usage.completion_tokens,
         )
-        client_calls = loop.final.tool_calls if loop.final is not None else ()
+        client_calls = loop.answer.tool_calls if loop.answer is not None else ()
         exchange = loop.exchange if reply is None and client_calls else None
         record = TurnRecord(
             turn,
@@ -187,8 +203,8 @@ class TurnRunner:
             exchange,
             client_calls,
             timezone.now(),
-            upstream.answered_by,
-            len(upstream.journal),
+            answered_by,
+            len(self.journal),
         )
         if record.read_by_later_requests:
             await self.engine.writer.write(record_turns, record)
@@ -261,26 +277,16 @@ class TurnRunner:
 
     def _failure(self, error: ProviderError) -> ApiError:
         self.log.error = error.code
-        headers = self.upstream_headers()
-        if error.retry_after is not None:
-            headers["Retry-After"] = str(math.ceil(error.retry_after))
-        return ApiError(
-            error.status,
-            error.message,
-            code=error.code,
-            error_type=error.error_type,
-            headers=headers,
-        )
+        return error.as_api_error(self.upstream_headers())
 
 
 def _turn_attributes(turn: Turn) -> Attributes:
     attributes = agent_attributes(turn.agent.name, turn.requested_model, turn.user_id)
     routing = turn.routing
     if routing.experiment:
-        attributes["gateway.experiment"] = routing.experiment
-        attributes["gateway.variant"] = routing.variant
+        attributes.update(experiment_attributes(routing.experiment, routing.variant))
     if turn.key_id is not None:
-        attributes["gateway.api_key.id"] = turn.key_id
+        attributes.update(key_attributes(turn.key_id))
     return attributes
 
 
@@ -300,21 +306,6 @@ def _remembered(answer: ChatResponse) -> str | None:
     """What history keeps of an answer: its text, unless the turn ended at client tool
     calls (the follow-up that carries their results keeps the final answer)."""
     return None if answer.tool_calls else answer.text
-
-
-def _billed(turn: Turn, loop: ToolLoop) -> Usage:
-    """What a streamed turn spent: its finished model calls (every level), and the round
-    under way as the provider reported it, or estimated when it was cut before its usage
-    came."""
-    spent, current = loop.bounds.spent, loop.current
-    if current is None:
-        return spent
-    if current.usage.total_tokens:
-        return spent + current.usage
-    request = turn.call.request
-    prompt = request.system + "".join(message.content for message in request.messages)
-    partial = Usage(estimate_tokens(prompt), estimate_tokens("".join(current.text)))
-    return spent + priced(partial, loop.upstream.price())
 
 
 async def _expire_exchanges() -> None:

@@ -8,14 +8,18 @@ import uuid
 
 from agents.schema import AgentConfig, Config
 from core.logformat import log_event
+from inference.database import in_database
 from inference.engine import Engine
-from inference.errors import ApiError
-from inference.ledger.charges import charge_background
-from inference.ledger.database import in_database
+from inference.money.settlement import Charge, settle
+from inference.neutral.calls import Answerer
+from inference.neutral.errors import ApiError
+from inference.neutral.types import Usage
 from inference.providers.base import ProviderError
-from inference.providers.types import Usage
-from inference.routing.deployments import Deployment
-from inference.telemetry.genai import agent_attributes, usage_attributes
+from inference.telemetry.genai import (
+    agent_attributes,
+    experiment_attributes,
+    usage_attributes,
+)
 from inference.telemetry.spans import NO_SPAN, Span
 from inference.tools.bounds import TurnBounds
 from inference.tools.executor import CallContext, tool_loop
@@ -33,7 +37,7 @@ async def run_shadow(
     with parent.child(f"invoke_agent {agent.name}") as span:
         if span.recording:
             span.set(agent_attributes(agent.name, turn.requested_model, turn.user_id))
-            span.set({"gateway.experiment": turn.routing.experiment, "gateway.variant": agent.name})
+            span.set(experiment_attributes(turn.routing.experiment, agent.name))
         await _shadow(agent, turn, config, engine, span)
 
 
@@ -56,7 +60,7 @@ async def _shadow(
         _failed(turn, agent, completion_id, error.message)
         return
     span.set(usage_attributes(answer.usage))
-    await _charge(turn, agent, completion_id, answer.usage, loop.upstream.answered_by)
+    await _charge(turn, agent, completion_id, answer.usage, loop.outcome.answered_by)
     log_event(
         logger, "shadow_answered", completion_id=completion_id,
         experiment=turn.routing.experiment, variant=agent.name, tokens=answer.usage.total_tokens,
@@ -77,22 +81,22 @@ async def _shadow(
 
 
 async def _charge(
-    turn: Turn, agent: AgentConfig, completion_id: str, usage: Usage, answered_by: Deployment | None
+    turn: Turn, agent: AgentConfig, completion_id: str, usage: Usage, answered_by: Answerer | None
 ) -> None:
+    """The variant's calls, charged to the experiment, never to the user."""
     if not usage.total_tokens:
         return
-    experiment = turn.routing.experiment
-    row = charge_background(
-        "shadow",
-        completion_id,
-        agent.name,
-        experiment,
-        agent.name,
-        turn.user_id,
-        usage,
-        answered_by,
+    charge = Charge(
+        kind="shadow",
+        user_id=turn.user_id,
+        agent=agent.name,
+        call_id=completion_id,
+        usage=usage,
+        answered_by=answered_by,
+        experiment=turn.routing.experiment,
+        variant=agent.name,
     )
-    await in_database(row.save)
+    await in_database(settle, [charge])
 
 
 def _failed(turn: Turn, agent: AgentConfig, completion_id: str, message: str) -> None:

@@ -11,17 +11,8 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.loader import load_config_data
 from agents.schema import HistoryConfig
-from inference.errors import ApiError
-from inference.ledger.budgets import (
-    RESERVATION_TTL,
-    TokenCap,
-    check_budgets,
-    release,
-    reservation_size,
-    reserve,
-    retry_after,
-    usage_in_windows,
-)
+from inference.dialects.chat.body import ChatCompletionIn
+from inference.dialects.chat.reader import from_chat_completion
 from inference.ledger.history import (
     HISTORY_CACHE,
     CachedConversation,
@@ -30,11 +21,13 @@ from inference.ledger.history import (
     store_history,
 )
 from inference.models import BudgetReservation, LedgerEntry, StoredMessage
-from inference.providers.types import Message
+from inference.money.admission import RESERVATION_TTL, admit, release, reservation_size
+from inference.money.budgets import check_budgets, retry_after, usage_in_windows
+from inference.money.caps import TokenCap
+from inference.neutral.errors import ApiError
+from inference.neutral.types import Message
 from inference.turn.options import parse_options
 from inference.turn.preparation import _before_the_call
-from inference.wire.chat_body import ChatCompletionIn
-from inference.wire.client_request import from_chat_completion
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
 HOUR = TokenCap(window="hour", seconds=3600, cap=100)
@@ -273,26 +266,26 @@ def test_the_cache_keeps_the_most_recently_used_conversations_within_its_size() 
 
 
 def test_a_reservation_holds_the_budget_until_released() -> None:
-    reservation = reserve("u", (HOUR,), reservation_size(5, None), NOW)
+    reservation = admit("u", (HOUR,), reservation_size(5, None), NOW)
     assert reservation is not None
     with pytest.raises(ApiError) as raised:
-        reserve("u", (HOUR,), 10, NOW)
+        admit("u", (HOUR,), 10, NOW)
     assert "1029 reserved by requests in progress" in raised.value.message
     assert raised.value.headers == {"Retry-After": "1"}
     release(reservation)
-    assert reserve("u", (HOUR,), 10, NOW) is not None
+    assert admit("u", (HOUR,), 10, NOW) is not None
 
 
 def test_a_reservation_left_by_a_crashed_process_expires() -> None:
-    reserve("u", (HOUR,), 1000, NOW)
+    admit("u", (HOUR,), 1000, NOW)
     with pytest.raises(ApiError):
-        reserve("u", (HOUR,), 10, NOW + RESERVATION_TTL - timedelta(seconds=1))
-    assert reserve("u", (HOUR,), 10, NOW + RESERVATION_TTL) is not None
+        admit("u", (HOUR,), 10, NOW + RESERVATION_TTL - timedelta(seconds=1))
+    assert admit("u", (HOUR,), 10, NOW + RESERVATION_TTL) is not None
 
 
 def test_requests_without_caps_reserve_nothing() -> None:
-    assert reserve("u", (), 1000, NOW) is None
-    assert reserve("u", (HOUR,), 10, NOW) is not None
+    assert admit("u", (), 1000, NOW) is None
+    assert admit("u", (HOUR,), 10, NOW) is not None
 
 
 def test_reservation_size_is_prompt_plus_the_reply_limit() -> None:
@@ -375,7 +368,7 @@ def test_a_zero_cap_refuses_at_once_for_the_whole_window() -> None:
 def test_usage_and_reservations_add_up_against_the_cap() -> None:
     bill("u", 100, 60)
     bill("someone else", 1000, 60)
-    held = reserve("u", (DAY,), 50, NOW)  # 100 used + 0 reserved < 150: admitted
+    held = admit("u", (DAY,), 50, NOW)  # 100 used + 0 reserved < 150: admitted
     assert held is not None
 
     refused = refusal(DAY)  # 100 used + 50 reserved reach 150

@@ -2,7 +2,7 @@
 
 import pytest
 
-from inference.errors import ApiError
+from inference.neutral.errors import ApiError
 from inference.turn.preparation import live_config
 
 

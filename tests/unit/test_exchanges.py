@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from inference.models import ToolExchange
-from inference.providers.types import Message, ToolCall
+from inference.neutral.types import Message, ToolCall
 from inference.tools.exchanges import KEPT_FOR, delete_expired, load_exchanges, tool_exchange_rows
 from inference.tools.loop import Exchange
 

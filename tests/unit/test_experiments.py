@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from agents.loader import load_config_data
 from agents.schema import Config
-from inference.errors import ApiError
 from inference.models import JudgeRun, JudgeScore
+from inference.neutral.errors import ApiError
 from inference.routing.experiments import (
     DEFAULT_WINDOW_SECONDS,
     Arm,

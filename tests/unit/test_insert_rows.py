@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from inference.ledger.database import insert_rows
+from inference.database import insert_rows
 from inference.models import StoredMessage
 
 pytestmark = pytest.mark.django_db

@@ -7,16 +7,22 @@ erasure, memories, live state); ``gateway`` is the top, wired in by the entry po
 and imported by no other package. Inside ``inference`` and ``adminui`` the same holds between their
 parts (sub-packages and top-level modules), and no module anywhere is part of an import
 circle, imports made only for type checking included.
+
+The dialects (``inference/dialects/<name>/``) are rooms of their own: no dialect's folder
+imports another's, nothing outside them but their registry imports them, and no module
+outside a dialect's folder names one of the API's paths (it asks the registry).
 """
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agents.schema import PROVIDER_KINDS
-from inference.providers.registry import PROVIDER_CLASSES
+from agents.validation import EMBEDDING_KINDS as CONFIG_EMBEDDING_KINDS
+from inference.providers.registry import EMBEDDING_KINDS, PROVIDER_CLASSES
 from tests.upstreams import FAKE_CLASSES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,12 +36,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "core",
         "agents",
         "inference.ledger.erasure",
-        "inference.ledger.keys",
-        "inference.ledger.prices",
+        "inference.money.keys",
+        "inference.money.prices",
         "inference.ledger.queries",
         "inference.ledger.requests",
         "inference.memory.by_hand",
         "inference.memory.store",
+        "inference.money.keys",
+        "inference.money.prices",
         "inference.status",
     ),
     "gateway": ("core", "agents", "inference", "adminui"),
@@ -43,31 +51,34 @@ ALLOWED: dict[str, tuple[str, ...]] = {
 # What each part of a package may import from the package's other parts, lower parts first.
 PARTS: dict[str, dict[str, tuple[str, ...]]] = {
     "inference": {
-        "providers": (),
+        "neutral": (),
         "models": (),
         "status": (),
         "background": (),
-        "telemetry": ("providers",),
-        "errors": ("providers",),
-        "structured": ("errors", "providers"),
-        "routing": ("errors", "ledger", "models", "providers", "status", "telemetry"),
-        "wire": ("errors", "providers", "structured"),
-        "ledger": ("errors", "models", "providers", "telemetry"),
+        "database": (),
+        "providers": ("neutral",),
+        "telemetry": ("neutral",),
+        "structured": ("neutral",),
+        "money": ("database", "models", "neutral", "providers"),
+        "ledger": ("database", "models", "money", "neutral", "telemetry"),
+        "routing": ("models", "money", "neutral", "providers", "status", "telemetry"),
         "tools": (
-            "errors",
-            "ledger",
+            "database",
             "models",
+            "neutral",
             "providers",
             "routing",
             "status",
             "structured",
             "telemetry",
         ),
-        "engine": ("background", "ledger", "providers", "routing", "telemetry", "tools"),
+        "engine": ("background", "ledger", "money", "providers", "routing", "telemetry", "tools"),
         "memory": (
+            "database",
             "engine",
-            "ledger",
             "models",
+            "money",
+            "neutral",
             "providers",
             "routing",
             "structured",
@@ -75,21 +86,33 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "tools",
         ),
         "turn": (
+            "database",
             "engine",
-            "errors",
             "ledger",
             "memory",
             "models",
+            "money",
+            "neutral",
             "providers",
             "routing",
             "structured",
             "telemetry",
             "tools",
-            "wire",
         ),
-        "api": ("engine", "errors", "ledger", "memory", "providers", "telemetry", "turn", "wire"),
+        "serving": ("database", "engine", "money", "neutral", "telemetry", "turn"),
+        "dialects": (
+            "database",
+            "ledger",
+            "memory",
+            "money",
+            "neutral",
+            "providers",
+            "serving",
+            "turn",
+        ),
+        "api": ("dialects", "neutral", "serving"),
         "migrations": (),
-        "management": ("ledger",),
+        "management": ("money",),
     },
     "adminui": {
         "context": (),
@@ -243,15 +266,108 @@ def test_circle_finder_finds_a_circle() -> None:
     assert import_circles(graph) == [["a", "b", "c"]]
 
 
+def _dialect(module: str) -> str | None:
+    """The dialect folder ``module`` belongs to (``inference.dialects.<name>...``)."""
+    bits = module.split(".")
+    if bits[:2] == ["inference", "dialects"] and len(bits) > 3 and bits[2] != "registry":
+        return bits[2]
+    return None
+
+
+def test_no_dialect_folder_imports_another_or_is_imported_but_by_the_registry() -> None:
+    broken = []
+    for package in PACKAGES:
+        for path, module in imported_modules(package):
+            source = ".".join(Path(path).with_suffix("").parts)
+            target = _dialect(module)
+            if target is None or source == "inference.dialects.registry":
+                continue
+            if _dialect(source) != target:
+                broken.append((path, module))
+    assert broken == []
+
+
+# Outgoing URLs of other APIs, built where the gateway calls them: a provider's own routes
+# (Anthropic's /v1/messages, Gemini's /v1beta/models) and the OTLP collector's /v1/traces.
+_OUTGOING_URLS = ("inference/providers/", "inference/telemetry/")
+_API_PATH = re.compile(r"/v1(beta)?(/|$)")
+
+
+def api_paths_named(path: Path) -> list[str]:
+    """The strings in ``path`` (f-strings' parts included) that are paths of the API."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and _API_PATH.match(node.value)
+    ]
+
+
+def test_only_dialect_folders_name_the_paths_of_the_api() -> None:
+    named = {}
+    for module, path in modules():
+        where = str(path.relative_to(ROOT))
+        if _dialect(module) is not None or where.startswith(_OUTGOING_URLS):
+            continue
+        if found := api_paths_named(path):
+            named[where] = found
+    assert named == {}
+
+
 def test_layering_rules_see_the_imports_they_judge() -> None:
     """The scans are not vacuous: known imports are found."""
     assert ("adminui/records/overview.py", "inference.ledger.queries") in imported_modules(
         "adminui"
     )
-    assert ("inference/api/views.py", "inference.api.serve.serve") in imported_modules("inference")
-    assert "inference.turn.runner" in import_graph()["inference.api.serve"]
+    assert (
+        "inference/dialects/chat/routes.py",
+        "inference.serving.serve.serve",
+    ) in imported_modules("inference")
+    assert "inference.turn.runner" in import_graph()["inference.serving.serve"]
+    assert api_paths_named(ROOT / "inference/dialects/chat/routes.py")
+    assert _dialect("inference.dialects.chat.reader") == "chat"
 
 
 def test_provider_kinds_have_one_source_of_truth() -> None:
+    """The config's vocabulary (the schema's kinds, the kinds an embedder may name) is the
+    kinds the provider classes declare."""
     assert set(PROVIDER_CLASSES) == set(PROVIDER_KINDS)
     assert set(FAKE_CLASSES) == set(PROVIDER_KINDS)
+    assert set(EMBEDDING_KINDS) == set(CONFIG_EMBEDDING_KINDS)
+
+
+# Where span attributes are named: their names (HTTP and GenAI conventions, ours).
+_TELEMETRY = "inference/telemetry/"
+_ATTRIBUTE = re.compile(r"(gen_ai|gateway|http|url|server)\.[a-z_]+(\.[a-z_]+)*")
+
+
+def _attribute_names() -> set[str]:
+    """The span attribute names the telemetry package spells."""
+    return {
+        name
+        for path in (ROOT / _TELEMETRY).glob("*.py")
+        for name in _strings(path)
+        if _ATTRIBUTE.fullmatch(name)
+    }
+
+
+def _strings(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+
+
+def test_only_the_telemetry_package_spells_span_attribute_names() -> None:
+    names = _attribute_names()
+    assert {"gen_ai.operation.name", "gateway.experiment", "http.request.method"} <= names
+    spelled = {
+        str(path.relative_to(ROOT)): sorted(set(_strings(path)) & names)
+        for _, path in modules()
+        if not str(path.relative_to(ROOT)).startswith(_TELEMETRY)
+    }
+    assert {where: found for where, found in spelled.items() if found} == {}

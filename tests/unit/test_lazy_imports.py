@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agents.loader import load_config_data
-from inference.ledger.prices import price_of
-from inference.providers.types import Usage
+from inference.money.prices import price_of
+from inference.neutral.types import Usage
 
 ROOT = Path(__file__).resolve().parents[2]
 OPTIONAL = ("joserfc", "opentelemetry.sdk", "genai_prices", "jsonschema", "re2")

@@ -12,7 +12,9 @@ from core.requestlog import RequestLog
 
 
 def finished_request() -> RequestLog:
-    return RequestLog(request_id=uuid.uuid4().hex, method="POST", path="/v1/chat/completions")
+    return RequestLog(
+        request_id=uuid.uuid4().hex, method="POST", path="/v1/chat/completions", dialect="chat"
+    )
 
 
 async def test_a_request_finishing_while_no_page_watches_starts_nothing() -> None:

@@ -4,9 +4,9 @@ from typing import Any
 
 import pytest
 
+from inference.neutral.types import ChatRequest, Message, ResponseFormat
 from inference.providers.gemini_format import encode_request
 from inference.providers.gemini_schema import to_gemini_schema
-from inference.providers.types import ChatRequest, Message, ResponseFormat
 
 
 def test_nested_schema_converts_with_upper_case_types_and_drops_unknown_keys() -> None:

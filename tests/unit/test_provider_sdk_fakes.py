@@ -17,8 +17,8 @@ from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
 from agents.schema import ProviderConfig
+from inference.neutral.types import ChatRequest, Message
 from inference.providers.registry import PROVIDER_CLASSES
-from inference.providers.types import ChatRequest, Message
 from tests.fakes.base import FakeUpstream, Reply
 from tests.fakes.gemini_upstream import thought_signature
 from tests.upstreams import api_key_of

@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from agents.schema import ProviderConfig
+from inference.neutral.types import ChatRequest, Finish, Message, StreamEvent, TextDelta
 from inference.providers.registry import PROVIDER_CLASSES
-from inference.providers.types import ChatRequest, Finish, Message, StreamEvent, TextDelta
 
 
 def _chunk(payload: str) -> bytes:

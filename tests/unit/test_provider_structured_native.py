@@ -12,14 +12,14 @@ import httpx
 import pytest
 
 from agents.schema import ProviderConfig
-from inference.providers import anthropic_format, cohere_format, gemini_format, openai_format
-from inference.providers.types import (
+from inference.neutral.types import (
     ChatRequest,
     Message,
     ResponseFormat,
     StreamAccumulator,
     ToolSpec,
 )
+from inference.providers import anthropic_format, cohere_format, gemini_format, openai_format
 from tests.fakes.base import FakeUpstream, Reply
 
 OBJECT_SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}}

@@ -13,9 +13,7 @@ import httpx
 import pytest
 
 from agents.schema import ProviderConfig
-from inference.providers.base import Provider
-from inference.providers.registry import PROVIDER_CLASSES
-from inference.providers.types import (
+from inference.neutral.types import (
     ChatRequest,
     ChatResponse,
     Message,
@@ -24,6 +22,8 @@ from inference.providers.types import (
     ToolChoice,
     ToolSpec,
 )
+from inference.providers.base import Provider
+from inference.providers.registry import PROVIDER_CLASSES
 from tests.fakes.base import FakeUpstream, Reply
 from tests.fakes.gemini_upstream import thought_signature
 from tests.upstreams import FAKE_CLASSES, api_key_of, fake_base_url, sent_tool_calls_and_results

@@ -2,7 +2,7 @@
 
 import pytest
 
-from inference.providers.types import ChatRequest, Message, ResponseFormat
+from inference.neutral.types import ChatRequest, Message, ResponseFormat
 from inference.structured.repair import strip_fence, validation_errors, with_repair_turn
 
 PERSON = ResponseFormat(

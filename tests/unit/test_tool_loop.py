@@ -5,15 +5,14 @@ OpenAI upstream on a loopback socket, with the agent's own tools run by a test f
 import json
 import random
 from collections.abc import AsyncIterator, Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from agents.schema import Config, LimitsConfig
-from inference.errors import ApiError
-from inference.providers.base import ProviderError
-from inference.providers.registry import ProviderClients
-from inference.providers.types import (
+from inference.neutral.errors import ApiError
+from inference.neutral.types import (
     ChatRequest,
     Message,
     ResponseFormat,
@@ -22,6 +21,8 @@ from inference.providers.types import (
     ToolSpec,
     Usage,
 )
+from inference.providers.base import ProviderError
+from inference.providers.registry import ProviderClients
 from inference.routing.circuits import Circuits
 from inference.routing.deployments import route_of
 from inference.routing.upstream import Upstream
@@ -73,7 +74,8 @@ async def provider(openai_fake: OpenAIUpstream) -> AsyncIterator[Connect]:
     route = route_of(config.agents[0])
 
     def connect(bounds: TurnBounds) -> Upstream:
-        return Upstream(route, config, clients, Circuits(), random.Random(), bounds.admit)
+        engine = SimpleNamespace(providers=clients, circuits=Circuits(), rng=random.Random())
+        return Upstream(route, config, engine, bounds.admit)
 
     yield connect
     await clients.aclose()
@@ -232,7 +234,7 @@ async def test_without_own_tools_a_stream_is_relayed_as_it_arrives(
     pieces = [event.text async for event in loop.stream(question()) if isinstance(event, TextDelta)]
 
     assert pieces == ["Hel", "lo ", "there."]
-    assert loop.final is not None and loop.final.text == "Hello there."
+    assert loop.answer is not None and loop.answer.text == "Hello there."
     assert loop.spent == ROUND
 
 

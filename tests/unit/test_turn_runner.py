@@ -11,14 +11,14 @@ from asgiref.sync import sync_to_async
 from agents.loader import load_config_data
 from agents.schema import Config
 from core.requestlog import RequestLog
+from inference.dialects.chat.body import ChatCompletionIn
+from inference.dialects.chat.reader import from_chat_completion
 from inference.engine import Engine
-from inference.errors import ApiError
 from inference.models import BudgetReservation, LedgerEntry, StoredMessage
-from inference.providers.types import TextDelta
+from inference.neutral.errors import ApiError
+from inference.neutral.types import TextDelta
 from inference.turn.preparation import prepare_turn
 from inference.turn.runner import TurnRunner
-from inference.wire.chat_body import ChatCompletionIn
-from inference.wire.client_request import from_chat_completion
 from tests.fakes.base import Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.upstreams import fake_base_url

@@ -7,8 +7,13 @@ from typing import Any
 
 import pytest
 
-from inference.errors import ApiError
-from inference.providers.types import (
+from inference.dialects.chat.body import ChatCompletionIn
+from inference.dialects.chat.reader import from_chat_completion
+from inference.dialects.chat.reply import ChatCompletionReply
+from inference.neutral.errors import ApiError
+from inference.neutral.reply import ReplyHeader
+from inference.neutral.request import ClientRequest
+from inference.neutral.types import (
     ChatResponse,
     Finish,
     Image,
@@ -19,10 +24,6 @@ from inference.providers.types import (
     Usage,
     UsageReport,
 )
-from inference.wire.chat_body import ChatCompletionIn
-from inference.wire.chat_out import ChatCompletionReply
-from inference.wire.client_request import ClientRequest, from_chat_completion
-from inference.wire.reply import ReplyHeader
 
 HEADER = ReplyHeader(id="chatcmpl-1", created=1700000000, model="support", include_usage=True)
 
@@ -91,7 +92,7 @@ def test_a_tool_round_trip_becomes_calls_and_results() -> None:
     _, assistant, result = client.messages
     assert assistant.tool_calls == (ToolCall("call_1", "get_weather", '{"city":"Paris"}'),)
     assert (result.role, result.tool_call_id, result.content) == ("tool", "call_1", "sunny")
-    assert [tool.name for tool in client.tools] == ["get_weather"]
+    assert [tool.name for tool in client.tools.specs] == ["get_weather"]
     assert client.manages_history
 
 

@@ -7,8 +7,13 @@ from typing import Any
 
 import pytest
 
-from inference.errors import ApiError
-from inference.providers.types import (
+from inference.dialects.responses.body import ResponsesIn
+from inference.dialects.responses.reader import from_responses, stored_items
+from inference.dialects.responses.reply import ResponsesReply, echo
+from inference.neutral.errors import ApiError
+from inference.neutral.reply import ReplyHeader
+from inference.neutral.request import ClientRequest
+from inference.neutral.types import (
     ChatResponse,
     Finish,
     StreamEvent,
@@ -18,11 +23,6 @@ from inference.providers.types import (
     Usage,
     UsageReport,
 )
-from inference.wire.chat_body import ResponsesIn
-from inference.wire.client_request import ClientRequest
-from inference.wire.reply import ReplyHeader
-from inference.wire.responses_in import from_responses, stored_items
-from inference.wire.responses_out import ResponsesReply, echo
 
 HEADER = ReplyHeader(id="resp_1", created=1700000000, model="support")
 
@@ -182,9 +182,9 @@ def test_a_namespace_is_its_function_tools_and_built_in_tools_are_named_as_dropp
 
     read = from_responses(ResponsesIn(model="support", input="Hi", tools=tools))
 
-    assert [tool.name for tool in read.client.tools] == ["exec_command", "spawn_agent"]
+    assert [tool.name for tool in read.client.tools.specs] == ["exec_command", "spawn_agent"]
     assert read.namespaces == {"spawn_agent": "multi_agent_v1"}
-    assert read.dropped_tools == ("web_search",)
+    assert read.client.tools.dropped == ("web_search",)
     body = ResponsesReply(echo(ResponsesIn(model="support", input="Hi")), read.namespaces).body(
         HEADER, ChatResponse(text="", tool_calls=(ToolCall("c1", "spawn_agent", "{}"),))
     )

@@ -6,7 +6,7 @@ from datetime import datetime
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from pydantic import ValidationError
 
-from inference.ledger.keys import KeySpec, create_key
+from inference.money.keys import KeySpec, create_key
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from inference.ledger.keys import keys_before, spend_of
+from inference.money.keys import keys_before, spend_of
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ second; its record stays, for its spend)."""
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from inference.ledger.keys import revoke_key
+from inference.money.keys import revoke_key
 
 
 class Command(BaseCommand):

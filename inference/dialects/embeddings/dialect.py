@@ -1,0 +1,7 @@
+"""The embeddings dialect's record."""
+
+from inference.dialects.embeddings.routes import api
+from inference.serving.dialect import Dialect
+from inference.serving.errors import openai_error
+
+DIALECT = Dialect("embeddings", ("/v1/embeddings",), api, openai_error)

@@ -1,0 +1,299 @@
+"""A ``POST /v1/messages`` body (the Anthropic Messages API) in the gateway's neutral
+terms (docs/messages.md).
+
+What only Anthropic knows rides along for Anthropic upstreams and is left out for the
+others: thinking blocks (with their signatures) in the assistant turns they came in,
+``cache_control`` breakpoints, documents, ``thinking`` and the top-level fields the
+gateway does not model, and the ``anthropic-beta`` header.
+"""
+
+import json
+from typing import Any
+
+from inference.dialects.messages.body import CountTokensIn, MessagesIn
+from inference.neutral import readers
+from inference.neutral.errors import invalid_request
+from inference.neutral.request import Claims, ClientRequest, ToolOffer
+from inference.neutral.types import (
+    Block,
+    Message,
+    Part,
+    Sampling,
+    ToolCall,
+    ToolChoice,
+    ToolSpec,
+)
+from inference.neutral.wellformed import reject_lone_surrogates
+
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+# A thinking budget as the effort other providers take (the smallest one that covers it).
+_EFFORTS = ((1024, "low"), (4096, "medium"))
+_CHOICES = {"auto": "auto", "any": "required", "none": "none", "tool": "required"}
+
+
+def from_messages(
+    body: MessagesIn,
+    header_user: str | None = None,
+    bound_user: str | None = None,
+    beta: str | None = None,
+    keyed: bool = False,
+) -> ClientRequest:
+    """``beta``: the client's ``anthropic-beta`` header. ``keyed``: an API key names the
+    user, so ``metadata.user_id`` is not read as a claim to be another one (Claude Code
+    always sends its device and session there)."""
+    reject_lone_surrogates(body.model_dump(exclude_none=True))
+    system, system_cache, messages = read_conversation(body)
+    tools, dropped = read_tools(body.tools or [])
+    metadata = body.metadata or {}
+    user = metadata.get("user_id")
+    choice = body.tool_choice or {}
+    return ClientRequest(
+        model=body.model,
+        system=tuple(system),
+        messages=tuple(messages),
+        claims=Claims(
+            user=user if isinstance(user, str) and not keyed else None,
+            header_user=header_user,
+            bound_user=bound_user,
+        ),
+        tools=ToolOffer(
+            tools,
+            _tool_choice(body.tool_choice, tools),
+            False if choice.get("disable_parallel_tool_use") else None,
+            dropped,
+        ),
+        sampling=_sampling(body, beta),
+        metadata={
+            key: value
+            for key, value in metadata.items()
+            if key != "user_id" and isinstance(value, str)
+        },
+        stream=body.stream,
+        include_usage=True,
+        system_cache_control=system_cache,
+    )
+
+
+def read_conversation(
+    body: CountTokensIn,
+) -> tuple[list[str], dict[str, Any] | None, list[Message]]:
+    """(system texts, the system's cache breakpoint, messages). ``system`` messages
+    inside ``messages`` (Claude Code sends one) join the system prompt."""
+    system: list[str] = []
+    breakpoints: list[dict[str, Any]] = []
+    if body.system is not None:
+        blocks = _blocks(body.system, "system")
+        system.append(_text(blocks, "system"))
+        breakpoints += [block["cache_control"] for block in blocks if block.get("cache_control")]
+    messages: list[Message] = []
+    calls: dict[str, str] = {}  # tool_use id → tool name
+    for index, message in enumerate(body.messages):
+        where = f"messages[{index}]"
+        role = message.get("role") if isinstance(message, dict) else None
+        blocks = _blocks(message.get("content") if isinstance(message, dict) else None, where)
+        if role == "system":
+            system.append(_text(blocks, f"{where}.content"))
+        elif role == "user":
+            messages += _user_turn(blocks, f"{where}.content", calls)
+        elif role == "assistant":
+            messages.append(_assistant_turn(blocks, f"{where}.content", calls))
+        else:
+            raise invalid_request(
+                f"{where}.role must be 'user' or 'assistant', got {role!r}",
+                param=f"{where}.role",
+                code="invalid_message",
+            )
+    return system, (breakpoints[-1] if breakpoints else None), messages
+
+
+def read_tools(tools: list[dict[str, Any]]) -> tuple[tuple[ToolSpec, ...], tuple[str, ...]]:
+    """Client tools (``name``, ``description``, ``input_schema``); Anthropic's server and
+    built-in tools (a ``type`` other than ``custom``) are left out and named."""
+    specs: list[ToolSpec] = []
+    dropped: list[str] = []
+    for index, tool in enumerate(tools):
+        where = f"tools[{index}]"
+        kind = tool.get("type")
+        if kind not in (None, "custom"):
+            dropped.append(str(tool.get("name") or kind))
+            continue
+        function = {
+            "name": tool.get("name"),
+            "description": tool.get("description") or "",
+            "parameters": tool.get("input_schema"),
+        }
+        specs.append(readers.tool_spec(function, where))
+    return readers.checked_names(specs, "tools"), tuple(dropped)
+
+
+def _user_turn(blocks: list[dict[str, Any]], where: str, calls: dict[str, str]) -> list[Message]:
+    """Tool results first (as Anthropic orders them), then the user's own parts."""
+    messages: list[Message] = []
+    parts: list[Part] = []
+    breakpoint_: dict[str, Any] | None = None
+    for position, block in enumerate(blocks):
+        place = f"{where}[{position}]"
+        kind = block.get("type")
+        if kind == "tool_result":
+            messages.append(_tool_result(block, place, calls))
+        elif kind == "text" and block.get("cache_control"):
+            parts.append(Block(block, str(block.get("text") or "")))
+        elif kind == "text":
+            parts.append(str(block.get("text") or ""))
+        elif kind == "image":
+            parts.append(_image(block, place))
+            breakpoint_ = block.get("cache_control") or breakpoint_
+        elif kind == "document":
+            parts.append(Block(block, _document_text(block)))
+        else:
+            raise readers.unsupported_part(kind, place, "text, image, document and tool_result")
+    if parts:
+        messages.append(readers.user_message(parts, breakpoint_))
+    return messages
+
+
+def _tool_result(block: dict[str, Any], where: str, calls: dict[str, str]) -> Message:
+    call_id = block.get("tool_use_id")
+    if not isinstance(call_id, str) or call_id not in calls:
+        raise invalid_request(
+            f"{where}.tool_use_id: {call_id!r} answers no tool_use block of an earlier "
+            "assistant message",
+            param=f"{where}.tool_use_id",
+            code="unknown_tool_call",
+        )
+    content = block.get("content")
+    if isinstance(content, list):
+        content = "".join(
+            str(part.get("text") or "") if part.get("type") == "text" else "[image]"
+            for part in content
+            if isinstance(part, dict)
+        )
+    text = content if isinstance(content, str) else ""
+    if block.get("is_error"):
+        text = f"Error: {text}"
+    return Message(
+        role="tool",
+        content=text,
+        tool_call_id=call_id,
+        name=calls[call_id],
+        cache_control=block.get("cache_control"),
+    )
+
+
+def _assistant_turn(blocks: list[dict[str, Any]], where: str, calls: dict[str, str]) -> Message:
+    texts: list[str] = []
+    made: list[ToolCall] = []
+    reasoning: list[dict[str, Any]] = []
+    for position, block in enumerate(blocks):
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(str(block.get("text") or ""))
+        elif kind == "tool_use":
+            place = f"{where}[{position}]"
+            call = ToolCall(
+                id=readers.required_string(block, "id", place),
+                name=readers.required_string(block, "name", place),
+                arguments=json.dumps(block.get("input") or {}),
+            )
+            calls[call.id] = call.name
+            made.append(call)
+        elif kind in THINKING_BLOCKS:
+            reasoning.append(block)
+        else:
+            raise readers.unsupported_part(
+                kind, f"{where}[{position}]", "text, tool_use, thinking and redacted_thinking"
+            )
+    marked = [block["cache_control"] for block in blocks if block.get("cache_control")]
+    return Message(
+        role="assistant",
+        content="".join(texts),
+        tool_calls=tuple(made),
+        reasoning=tuple(reasoning),
+        cache_control=marked[-1] if marked else None,
+    )
+
+
+def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list) or not all(isinstance(block, dict) for block in content):
+        raise invalid_request(
+            f"{where} must be a string or a list of content blocks",
+            param=where,
+            code="invalid_content",
+        )
+    return content
+
+
+def _text(blocks: list[dict[str, Any]], where: str) -> str:
+    for position, block in enumerate(blocks):
+        if block.get("type") != "text":
+            raise readers.unsupported_part(block.get("type"), f"{where}[{position}]", "text")
+    return "\n\n".join(str(block.get("text") or "") for block in blocks)
+
+
+def _source(block: dict[str, Any]) -> dict[str, Any]:
+    source = block.get("source")
+    return source if isinstance(source, dict) else {}
+
+
+def _image(block: dict[str, Any], where: str) -> Part:
+    source = _source(block)
+    if source.get("type") == "base64":
+        return readers.image(f"data:{source.get('media_type')};base64,{source.get('data')}", where)
+    if source.get("type") == "url" and isinstance(source.get("url"), str):
+        return readers.image(source["url"], where)
+    raise invalid_request(
+        f"{where}.source must be a base64 or url image source",
+        param=f"{where}.source",
+        code="invalid_image",
+    )
+
+
+def _document_text(block: dict[str, Any]) -> str:
+    """What providers other than Anthropic get of a document: a text one's text."""
+    data = _source(block).get("data")
+    return data if _source(block).get("type") == "text" and isinstance(data, str) else "[document]"
+
+
+def _tool_choice(choice: dict[str, Any] | None, tools: tuple[ToolSpec, ...]) -> ToolChoice | None:
+    """``{type: auto|any|none}``, or ``{type: tool, name}``."""
+    if choice is None:
+        return None
+    kind = choice.get("type")
+    if kind not in _CHOICES:
+        raise readers.invalid_tool_choice("tool_choice.type", "auto, any, tool or none")
+    name = choice.get("name") if kind == "tool" else None
+    if kind == "tool" and not isinstance(name, str):
+        raise readers.invalid_tool_choice(
+            "tool_choice.name", "the name of one of the request's tools"
+        )
+    return readers.chosen_tool(_CHOICES[str(kind)], name, tools, "tool_choice")  # type: ignore[arg-type]
+
+
+def _sampling(body: MessagesIn, beta: str | None) -> Sampling:
+    """Anthropic's parameters under the neutral names; ``thinking`` and the fields the
+    gateway does not model go to Anthropic upstreams as they came, and ``thinking``'s
+    budget becomes a reasoning effort for the others."""
+    extras = dict(body.model_extra or {})
+    if body.thinking is not None:
+        extras["thinking"] = body.thinking
+    return Sampling(
+        temperature=body.temperature,
+        top_p=body.top_p,
+        top_k=body.top_k,
+        max_tokens=body.max_tokens,
+        stop=tuple(body.stop_sequences or ()),
+        reasoning_effort=_effort(body.thinking),
+        anthropic_extras=extras,
+        anthropic_beta=beta,
+    )
+
+
+def _effort(thinking: dict[str, Any] | None) -> str | None:
+    if thinking is None or thinking.get("type") != "enabled":
+        return "none" if thinking is not None and thinking.get("type") == "disabled" else None
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int):
+        return "medium"
+    return next((effort for limit, effort in _EFFORTS if budget <= limit), "high")

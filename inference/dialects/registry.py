@@ -1,0 +1,27 @@
+"""The dialects the gateway speaks, in one place: the middleware, the credential gate and
+the error mapping ask it which dialect a path belongs to, and the root URLconf mounts
+their routes. Order is the URL resolver's: the busiest first."""
+
+from django.urls import URLPattern, URLResolver, path
+
+from inference.dialects.chat.dialect import DIALECT as CHAT
+from inference.dialects.embeddings.dialect import DIALECT as EMBEDDINGS
+from inference.dialects.messages.dialect import DIALECT as MESSAGES
+from inference.dialects.responses.dialect import DIALECT as RESPONSES
+from inference.serving.dialect import Dialect
+
+DIALECTS: tuple[Dialect, ...] = (CHAT, MESSAGES, RESPONSES, EMBEDDINGS)
+
+
+def dialect_of(path: str) -> Dialect | None:
+    """The dialect whose path ``path`` is: the one with the longest prefix that owns it
+    (None: the path is not the API's)."""
+    found, longest = None, -1
+    for dialect in DIALECTS:
+        claim = dialect.claim(path)
+        if claim > longest:
+            found, longest = dialect, claim
+    return found
+
+
+urlpatterns: list[URLPattern | URLResolver] = [path("", dialect.api.urls) for dialect in DIALECTS]

@@ -1,0 +1,105 @@
+"""A user's caps against their ledger: whether their usage, with what their requests in
+progress reserve, has reached a cap (429 with ``Retry-After``), before a turn and before
+each of its later model calls.
+
+These functions are synchronous ORM code, run in a worker thread inside the admission's
+transaction (``inference.money.admission``).
+"""
+
+import math
+from datetime import datetime, timedelta
+
+from django.db.models import Q, Sum
+
+from inference.models import BudgetReservation, LedgerEntry
+from inference.money.caps import TokenCap
+from inference.neutral.errors import ApiError
+
+
+def check_budgets(user_id: str, caps: tuple[TokenCap, ...], now: datetime) -> None:
+    """Raise 429 when the user's usage plus what their requests in progress reserve in any
+    capped window reached its cap."""
+    if not caps:
+        return
+    # Reservations before the ledger: a request that ends between the two reads is then
+    # counted twice (its reservation and its ledger row), never missed.
+    held = reserved(user_id, now)
+    used = usage_in_windows(user_id, {cap.window: cap.seconds for cap in caps}, now)
+    for cap in caps:
+        spent = cap.amount(*used[cap.window])
+        reserved_amount = cap.amount(*held)
+        if spent >= cap.cap:
+            wait = retry_after(user_id, cap, spent, now)
+            detail = f"{cap.used(spent)} in the last {cap.window}"
+        elif spent + reserved_amount >= cap.cap:
+            wait = 1  # requests in progress settle their reservations when they end
+            detail = (
+                f"{cap.used(spent)} in the last {cap.window} and "
+                f"{cap.shown(reserved_amount)} reserved by requests in progress"
+            )
+        else:
+            continue
+        raise refusal(cap, f"{detail} (rolling {cap.seconds} s)", wait)
+
+
+def refusal(cap: TokenCap, detail: str, wait: int) -> ApiError:
+    code = "insufficient_quota" if cap.usd else "rate_limit_exceeded"
+    return ApiError(
+        429,
+        f"{'Spend' if cap.usd else 'Token'} budget exhausted: {detail} against a cap of "
+        f"{cap.shown(cap.cap)}; retry in {wait} s",
+        code=code,
+        error_type=code,
+        param=cap.source,
+        headers={"Retry-After": str(wait)},
+    )
+
+
+def reserved(user_id: str, now: datetime, excluding: int | None = None) -> tuple[int, int]:
+    """Tokens and micro-USD held by the user's requests in progress (expired reservations
+    left out, and the reservation ``excluding``)."""
+    live = BudgetReservation.objects.filter(user_id=user_id, expires_at__gt=now)
+    if excluding is not None:
+        live = live.exclude(id=excluding)
+    totals = live.aggregate(tokens=Sum("tokens"), micro_usd=Sum("micro_usd"))
+    return totals["tokens"] or 0, totals["micro_usd"] or 0
+
+
+def usage_in_windows(
+    user_id: str, windows: dict[str, int], now: datetime
+) -> dict[str, tuple[int, int]]:
+    """Tokens and micro-USD billed to the user in each named window (length in seconds),
+    in one query."""
+    sums = {}
+    for window, seconds in windows.items():
+        recent = Q(created_at__gt=now - timedelta(seconds=seconds))
+        sums[f"{window}_tokens"] = Sum("total_tokens", filter=recent)
+        sums[f"{window}_usd"] = Sum("cost_micro_usd", filter=recent)
+    oldest = now - timedelta(seconds=max(windows.values()))
+    billed = LedgerEntry.objects.filter(user_id=user_id, kind="turn", created_at__gt=oldest)
+    totals = billed.aggregate(**sums)
+    return {
+        window: (totals[f"{window}_tokens"] or 0, totals[f"{window}_usd"] or 0)
+        for window in windows
+    }
+
+
+def retry_after(user_id: str, cap: TokenCap, used: int, now: datetime) -> int:
+    """Whole seconds until enough of the window's usage (tokens or micro-USD) has aged out
+    to fall below the cap."""
+    if cap.cap == 0:
+        return cap.seconds
+    start = now - timedelta(seconds=cap.seconds)
+    counted = "cost_micro_usd" if cap.usd else "total_tokens"
+    entries = (
+        LedgerEntry.objects.filter(user_id=user_id, kind="turn", created_at__gt=start)
+        .order_by("created_at")
+        .values_list("created_at", counted)
+    )
+    remaining = used
+    for created_at, amount in entries.iterator():
+        remaining -= int(amount or 0)
+        if remaining < cap.cap:
+            leaves_at: datetime = created_at + timedelta(seconds=cap.seconds)
+            return max(1, math.ceil((leaves_at - now).total_seconds()))
+    return cap.seconds

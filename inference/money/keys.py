@@ -1,0 +1,242 @@
+"""Minted API keys (docs/cost-and-keys.md).
+
+A key is ``sk-gw-`` and the base62 of 32 random bytes. The database keeps its SHA-256
+digest and its first characters (to recognize it in lists), never the key. A key names
+the user its requests are for, and may limit the agents it calls, its requests and
+tokens per minute and its spend in USD over a window (``total``, rolling ``day``,
+rolling ``month``). The limits are checked, and the request's estimated tokens and cost
+reserved, in the transaction that checks the user's token budgets
+(``inference.money.budgets``), under a lock per key: concurrent requests in any number
+of processes overshoot a limit by at most one request.
+
+These functions are synchronous ORM code, run in a worker thread.
+"""
+
+import hashlib
+import math
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from django.db.models import Count, Q, Sum
+from pydantic import BaseModel, ConfigDict, Field
+
+from inference.models import ApiKey as ApiKey  # the record, for the admin
+from inference.models import BudgetReservation, LedgerEntry
+from inference.neutral.errors import ApiError
+
+PREFIX = "sk-gw-"
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+SHOWN_CHARACTERS = 12  # of the key, kept to recognize it by
+BudgetWindow = Literal["total", "day", "month"]
+WINDOW_SECONDS: dict[str, int | None] = {"total": None, "day": 86400, "month": 30 * 86400}
+MINUTE = timedelta(seconds=60)
+
+
+class KeySpec(BaseModel):
+    """What a new key carries (the admin's JSON body, the command's options)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    name: str = Field(min_length=1, max_length=255, pattern=r"\S")
+    user: str = Field(min_length=1, max_length=255, pattern=r"\S")
+    budget_usd: float | None = Field(default=None, ge=0)
+    budget_window: BudgetWindow = "total"
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+    agents: list[str] | None = Field(default=None, min_length=1)
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class KeyGrant:
+    """What a valid key allows, as the request path needs it."""
+
+    id: int
+    user: str
+    agents: tuple[str, ...] | None
+    rpm: int | None
+    tpm: int | None
+    budget_micro_usd: int | None
+    budget_window: str
+
+    @property
+    def limited(self) -> bool:
+        """Whether its requests are checked and reserved against limits of its own."""
+        return self.rpm is not None or self.tpm is not None or self.budget_micro_usd is not None
+
+    def allows(self, model: str) -> bool:
+        return self.agents is None or model in self.agents
+
+    def check_allows(self, model: str) -> None:
+        """403 unless the key may call ``model``."""
+        if not self.allows(model):
+            raise ApiError(
+                403,
+                f"This API key may not call '{model}' (it may call: "
+                f"{', '.join(self.agents or ())})",
+                code="model_not_allowed",
+                param="model",
+            )
+
+
+def digest_of(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _mint() -> str:
+    number = int.from_bytes(secrets.token_bytes(32))
+    digits = []
+    while number:
+        number, digit = divmod(number, 62)
+        digits.append(_BASE62[digit])
+    return PREFIX + "".join(reversed(digits))
+
+
+def create_key(spec: KeySpec) -> tuple[ApiKey, str]:
+    """The new key's record and the key itself (shown once, kept nowhere)."""
+    secret = _mint()
+    budget = None if spec.budget_usd is None else round(spec.budget_usd * 1_000_000)
+    key = ApiKey.objects.create(
+        name=spec.name,
+        user_id=spec.user,
+        digest=digest_of(secret),
+        prefix=secret[:SHOWN_CHARACTERS],
+        agents=spec.agents,
+        rpm=spec.rpm,
+        tpm=spec.tpm,
+        budget_micro_usd=budget,
+        budget_window=spec.budget_window,
+        expires_at=spec.expires_at,
+    )
+    return key, secret
+
+
+def grant_for(digest: str, now: datetime) -> KeyGrant | None:
+    """What the key with ``digest`` allows; None when no such key is valid (unknown,
+    revoked or expired). Notes its use, at most once a minute."""
+    key = ApiKey.objects.filter(digest=digest).first()
+    if key is None or key.revoked_at is not None:
+        return None
+    if key.expires_at is not None and key.expires_at <= now:
+        return None
+    if key.last_used_at is None or now - key.last_used_at > MINUTE:
+        ApiKey.objects.filter(id=key.id).update(last_used_at=now)
+    return KeyGrant(
+        id=key.id,
+        user=key.user_id,
+        agents=tuple(key.agents) if key.agents is not None else None,
+        rpm=key.rpm,
+        tpm=key.tpm,
+        budget_micro_usd=key.budget_micro_usd,
+        budget_window=key.budget_window,
+    )
+
+
+def revoke_key(key_id: int, now: datetime) -> ApiKey | None:
+    """Revoke the key (it stays, for its spend); None when there is no such key."""
+    ApiKey.objects.filter(id=key_id, revoked_at__isnull=True).update(revoked_at=now)
+    return ApiKey.objects.filter(id=key_id).first()
+
+
+def spend_of(keys: list[ApiKey], now: datetime) -> dict[int, tuple[int, int]]:
+    """Each key's spend in micro-USD: in all, and in its budget window."""
+    if not keys:
+        return {}
+    sums = {"total": Sum("cost_micro_usd")}
+    for window, seconds in WINDOW_SECONDS.items():
+        if seconds is not None:
+            recent = Q(created_at__gt=now - timedelta(seconds=seconds))
+            sums[window] = Sum("cost_micro_usd", filter=recent)
+    rows = (
+        LedgerEntry.objects.filter(api_key_id__in=[key.id for key in keys])
+        .values("api_key_id")
+        .annotate(**sums)
+    )
+    found: dict[int | None, dict[str, Any]] = {row["api_key_id"]: dict(row) for row in rows}
+    spend = {}
+    for key in keys:
+        row = found.get(key.id, {})
+        spend[key.id] = (int(row.get("total") or 0), int(row.get(key.budget_window) or 0))
+    return spend
+
+
+def check_key(grant: KeyGrant, tokens: int, now: datetime) -> None:
+    """Raise 429 when the key's spend, requests or tokens (its requests in progress
+    counted) reached one of its limits. ``tokens``: what this request reserves."""
+    if not grant.limited:
+        return
+    minute = Q(created_at__gt=now - MINUTE)
+    sums = {
+        "requests": Count("id", filter=minute),
+        "tokens": Sum("total_tokens", filter=minute),
+    }
+    seconds = WINDOW_SECONDS[grant.budget_window]
+    spent_filter = Q(created_at__gt=now - timedelta(seconds=seconds)) if seconds else Q()
+    sums["spent"] = Sum("cost_micro_usd", filter=spent_filter)
+    # Reservations before the ledger: a request that ends between the two reads (its
+    # reservation replaced by its ledger row, committed) is then counted twice, never
+    # missed.
+    held = BudgetReservation.objects.filter(api_key_id=grant.id, expires_at__gt=now).aggregate(
+        requests=Count("id"), tokens=Sum("tokens"), spent=Sum("micro_usd")
+    )
+    billed = LedgerEntry.objects.filter(api_key_id=grant.id).aggregate(**sums)
+    if grant.budget_micro_usd is not None:
+        spent = (billed["spent"] or 0) + (held["spent"] or 0)
+        if spent >= grant.budget_micro_usd:
+            raise ApiError(
+                429,
+                f"The API key's budget is spent: ${spent / 1e6:.6f} of "
+                f"${grant.budget_micro_usd / 1e6:.6f} ({grant.budget_window}), requests in "
+                "progress included",
+                code="insufficient_quota",
+                error_type="insufficient_quota",
+            )
+    checks = (
+        ("requests", grant.rpm, (billed["requests"] or 0) + (held["requests"] or 0)),
+        ("tokens", grant.tpm, (billed["tokens"] or 0) + (held["tokens"] or 0) + tokens),
+    )
+    for what, limit, used in checks:
+        if limit is not None and _over(what, used, limit, tokens):
+            wait = _minute_wait(grant.id, now)
+            raise ApiError(
+                429,
+                f"The API key's {what} per minute limit ({limit}) is reached; retry in {wait} s",
+                code="rate_limit_exceeded",
+                headers={"Retry-After": str(wait)},
+            )
+
+
+def _over(what: str, used: int, limit: int, tokens: int) -> bool:
+    """Requests: this one would be one too many. Tokens: the minute's tokens (this
+    request's included) exceed the limit, unless the minute had nothing else."""
+    if what == "requests":
+        return used >= limit
+    return used > limit and used > tokens
+
+
+def _minute_wait(key_id: int, now: datetime) -> int:
+    """Whole seconds until the oldest call of the key's last minute leaves it (1 when
+    only requests in progress hold the minute)."""
+    oldest = (
+        LedgerEntry.objects.filter(api_key_id=key_id, created_at__gt=now - MINUTE)
+        .order_by("created_at")
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    if oldest is None:
+        return 1
+    return max(1, math.ceil((oldest + MINUTE - now).total_seconds()))
+
+
+def keys_before(before_id: int | None, limit: int) -> list[ApiKey]:
+    """Keys newest first, below ``before_id`` (a page of the admin's list)."""
+    rows = ApiKey.objects.order_by("-id")
+    if before_id is not None:
+        rows = rows.filter(id__lt=before_id)
+    return list(rows[:limit])
+
+
+def key_by_id(key_id: int) -> ApiKey | None:
+    return ApiKey.objects.filter(id=key_id).first()

@@ -1,0 +1,73 @@
+"""Settlement: every call the gateway pays for becomes a ledger row, whoever made it.
+
+A turn's calls (every round, repair and subagent summed) and a ``/v1/embeddings`` call
+are billed to the user (``kind`` "turn": budgets and API keys count them) and replace
+the request's reservation; judges, shadow variants and memory (extraction and recall)
+are charged to the agent and experiment only, never to a user's or key's budget.
+``settle`` writes charges in the caller's transaction (the record writer's, or a
+transaction of its own), so a row and the reservation it replaces go together.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from django.utils import timezone
+
+from inference.database import insert_rows
+from inference.models import BudgetReservation, LedgerEntry
+from inference.neutral.calls import Answerer
+from inference.neutral.types import Usage
+
+# "turn": billed to the user; the others are charged to the agent (and experiment).
+type ChargeKind = Literal["turn", "judge", "shadow", "memory"]
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What one or more upstream calls cost, and who pays: one ledger row."""
+
+    kind: ChargeKind
+    user_id: str
+    agent: str  # the agent (or embedder) that made the calls
+    call_id: str  # the completion (or call) it belongs to
+    usage: Usage  # priced (cost None: a call of it has no known price)
+    answered_by: Answerer | None = None  # who answered (the last call)
+    attempts: int = 1  # upstream attempts, retries and fallbacks included
+    experiment: str = ""
+    variant: str = ""
+    key_id: int | None = None  # the minted API key that pays
+    reservation: int | None = None  # the budget reservation the row replaces
+    created_at: datetime | None = None  # None: now
+
+
+def settle(charges: Sequence[Charge]) -> None:
+    """Write the charges' ledger rows and drop the reservations they replace."""
+    now = timezone.now()
+    insert_rows([_row(charge, now) for charge in charges])
+    reservations = [charge.reservation for charge in charges if charge.reservation is not None]
+    if reservations:
+        BudgetReservation.objects.filter(id__in=reservations).delete()
+
+
+def _row(charge: Charge, now: datetime) -> LedgerEntry:
+    usage = charge.usage
+    return LedgerEntry(
+        user_id=charge.user_id,
+        agent=charge.agent,
+        experiment=charge.experiment,
+        variant=charge.variant,
+        provider=charge.answered_by.provider if charge.answered_by is not None else "",
+        model=charge.answered_by.model if charge.answered_by is not None else "",
+        attempts=charge.attempts,
+        completion_id=charge.call_id,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_tokens=usage.total_tokens,
+        cached_tokens=usage.cached_tokens or 0,
+        cost_micro_usd=usage.cost_micro_usd,
+        api_key_id=charge.key_id,
+        kind=charge.kind,
+        created_at=charge.created_at or now,
+    )

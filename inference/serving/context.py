@@ -1,0 +1,31 @@
+"""What API request code borrows from the process, as the request carries it."""
+
+from typing import Any, Protocol
+
+from django.http import HttpRequest
+
+from agents.snapshot import ConfigHolder
+from core.requestlog import RequestLog
+from inference.engine import Engine
+from inference.money.keys import KeyGrant
+from inference.serving.dialect import Dialect
+from inference.telemetry.spans import Span
+
+
+class InferenceRuntime(Protocol):
+    holder: ConfigHolder
+    engine: Engine
+
+
+class InferenceRequest(HttpRequest):
+    """A request as the API middleware (``inference.api.middleware``) hands it to a
+    dialect's views."""
+
+    runtime: InferenceRuntime
+    log: RequestLog
+    dialect: Dialect  # the dialect whose path it is
+    bound_user: str | None  # the principal, when auth.proxy.bind_user (ProxyAuthMiddleware)
+    api_key: KeyGrant | None  # the minted key the request came with
+    # A body over 1 MiB, parsed off the event loop (or the ValueError it raised); else None.
+    parsed_body: Any
+    span: Span  # the request's server span (NO_SPAN while tracing is off)

@@ -1,0 +1,51 @@
+"""A dialect: one inbound API (OpenAI chat completions, Responses, Anthropic Messages,
+embeddings), as the rest of the serving path sees it.
+
+Each dialect folder (``inference.dialects``) makes one ``Dialect`` record: the URL paths
+it owns, its routes, how it reads credentials and how it renders an error. The registry
+(``inference.dialects.registry``) is what the middleware, the credential gate and the
+error mapping consult; nothing else knows a dialect's paths.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import HttpResponse
+from ninja import NinjaAPI
+
+from inference.neutral.errors import ApiError
+from inference.serving.auth import header
+from inference.serving.errors import ErrorShape, error_response
+
+# How a dialect finds the credential of a request in its ASGI scope, as an
+# ``Authorization`` value (a key sent in a header of the dialect's own is a bearer token).
+type Credentials = Callable[[dict[str, Any]], str | None]
+
+
+def bearer(scope: dict[str, Any]) -> str | None:
+    """The ``Authorization`` header, as OpenAI's SDKs send it."""
+    return header(scope, b"authorization")
+
+
+@dataclass(frozen=True, eq=False)
+class Dialect:
+    name: str
+    prefixes: tuple[str, ...]  # the paths it owns: each prefix itself, and what is below it
+    api: NinjaAPI  # its routes, mounted at the root: their paths are whole
+    error_shape: ErrorShape
+    credentials: Credentials = bearer
+
+    def claim(self, path: str) -> int:
+        """How long the longest of its prefixes that owns ``path`` is (-1: none does)."""
+        return max(
+            (
+                len(prefix)
+                for prefix in self.prefixes
+                if path == prefix or path.startswith(prefix + "/")
+            ),
+            default=-1,
+        )
+
+    def error_response(self, error: ApiError) -> HttpResponse:
+        return error_response(error, self.error_shape)

@@ -1,0 +1,36 @@
+"""Errors as responses: the OpenAI error object (chat completions, Responses and
+embeddings answer in it; other dialects bring their own shape), and what every error
+response carries whatever its shape."""
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from django.http import HttpResponse
+
+from inference.neutral.errors import ApiError
+
+# An error's status and body in one dialect's shape.
+type ErrorShape = Callable[[ApiError], tuple[int, dict[str, Any]]]
+
+
+def openai_error(error: ApiError) -> tuple[int, dict[str, Any]]:
+    """``{"error": {"type", "message", "code", "param"}}``."""
+    body = {
+        "error": {
+            "type": error.error_type,
+            "message": error.message,
+            "code": error.code,
+            "param": error.param,
+        }
+    }
+    return error.status, body
+
+
+def error_response(error: ApiError, shape: ErrorShape) -> HttpResponse:
+    """The response of ``error`` in ``shape``, with the headers the error carries."""
+    status, body = shape(error)
+    response = HttpResponse(json.dumps(body), status=status, content_type="application/json")
+    for name, value in error.headers.items():
+        response[name] = value
+    return response

@@ -1,0 +1,87 @@
+"""One way to answer a turn, whatever dialect the client spoke: prepare it, run it, and
+write the answer as one body or as a stream of that dialect's frames.
+
+Streaming is written once here: a failure after the first frame went out can only be
+told in a last frame of the dialect (``ReplyFrames.failed``), since the status line is
+already sent.
+"""
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
+
+from core import fastjson
+from inference.neutral.errors import ApiError
+from inference.neutral.reply import ReplyFormat, ReplyFrames, ReplyHeader
+from inference.neutral.request import ClientRequest
+from inference.neutral.types import StreamEvent
+from inference.serving.context import InferenceRequest
+from inference.turn.preparation import live_config, prepare_turn
+from inference.turn.runner import TurnRunner
+
+logger = logging.getLogger("gateway.inference")
+# Names the client's tools the gateway left out of what the model sees (built-in tools).
+DROPPED_TOOLS_HEADER = "X-Gateway-Dropped-Tools"
+_INTERNAL_ERROR = ApiError(
+    500, "The gateway failed while streaming the reply", code="internal_error"
+)
+
+
+async def serve(
+    request: InferenceRequest, client: ClientRequest, reply: ReplyFormat, id_prefix: str
+) -> HttpResponseBase:
+    holder, engine = request.runtime.holder, request.runtime.engine
+    config = live_config(holder.config, holder.problems)
+    turn = await prepare_turn(
+        client,
+        config,
+        engine,
+        request.log,
+        id_prefix=id_prefix,
+        key=request.api_key,
+        span=request.span,
+    )
+    runner = TurnRunner(config, engine, request.log, request.span)
+    header = ReplyHeader(turn.completion_id, turn.created, turn.requested_model, turn.include_usage)
+    response: HttpResponseBase
+    if client.stream:
+        events = await runner.open_stream(turn)
+        response = event_stream(_frames(reply.stream(header), events, header))
+    else:
+        answer = await runner.complete(turn)
+        body = reply.body(header, answer)
+        await reply.finished(body)
+        response = json_response(body)
+        if (cost := answer.usage.cost_usd) is not None:
+            response["X-Gateway-Cost-Usd"] = f"{cost:.6f}"
+    for name, value in runner.upstream_headers().items():
+        response[name] = value
+    if client.tools.dropped:
+        response[DROPPED_TOOLS_HEADER] = ", ".join(client.tools.dropped)
+    return response
+
+
+async def _frames(
+    stream: ReplyFrames, events: AsyncIterator[StreamEvent], header: ReplyHeader
+) -> AsyncIterator[bytes]:
+    try:
+        async for frame in stream.frames(events):
+            yield frame
+    except ApiError as error:
+        yield stream.failed(error)
+    except Exception:
+        logger.exception("stream %s failed", header.id)
+        yield stream.failed(_INTERNAL_ERROR)
+
+
+def json_response(body: dict[str, Any]) -> HttpResponse:
+    return HttpResponse(fastjson.dumps(body), content_type="application/json")
+
+
+def event_stream(frames: AsyncIterator[bytes]) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(frames, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
