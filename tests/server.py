@@ -41,9 +41,13 @@ class GatewayServer:
         workers: int = 1,
         extra_env: dict[str, str] | None = None,
         python: str | None = None,
+        project_dir: Path = PROJECT_DIR,
     ) -> None:
-        """``python``: the interpreter that serves (another virtualenv's), else this one."""
+        """``python``: the interpreter that serves (another virtualenv's), else this one;
+        ``project_dir``: the checkout that serves (another commit's, for a benchmark that
+        sets two side by side), else this one."""
         self.python = python or sys.executable
+        self.project_dir = project_dir
         self.workers = workers
         self.extra_env = extra_env or {}
         self.workdir = workdir
@@ -67,14 +71,14 @@ class GatewayServer:
             "GATEWAY_CONFIG": str(self.config_path),
             "DATABASE_URL": self.database_url,
             "DJANGO_SETTINGS_MODULE": "gateway.settings",
-            "PYTHONPATH": str(PROJECT_DIR),
+            "PYTHONPATH": str(self.project_dir),
             **self.extra_env,
         }
 
     def start(self, port: int | None = None) -> "GatewayServer":
         """``port``: one the test chose (for a config that names the gateway's own URL)."""
         self.port = port or free_port()
-        serve = [self.python, str(PROJECT_DIR / "manage.py"), "serve", "--host", "127.0.0.1"]
+        serve = [self.python, str(self.project_dir / "manage.py"), "serve", "--host", "127.0.0.1"]
         serve += ["--port", str(self.port), "--workers", str(self.workers)]
         with self.log_path.open("ab") as log, self.stdout_path.open("ab") as out:
             self._process = subprocess.Popen(

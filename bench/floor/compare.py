@@ -11,7 +11,13 @@ and the ratios against the targets come last.
 
 The load generator (``bench.harness.load``) runs on the same cores as the servers.
 
+With ``--baseline DIR`` (another checkout, e.g. ``git worktree add /tmp/base <commit>``),
+that checkout's gateway is one more target, ``baseline`` (one worker, the same config and
+database), so a change and the commit before it are measured in one run, and the ratios
+end with this gateway's against it.
+
     .venv/bin/python -m bench.floor.compare [--quick] [--workers 2] [--rounds 3] [--seconds 3]
+        [--baseline DIR]
 """
 
 import argparse
@@ -44,6 +50,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=3.0, help="length of one slice")
+    parser.add_argument("--baseline", type=Path, help="another checkout to measure beside")
     options = parser.parse_args()
     rounds, seconds = (1, 1.5) if options.quick else (options.rounds, options.seconds)
     servers: list[GatewayServer] = []
@@ -64,11 +71,21 @@ def main() -> None:
                 Target("gateway", f"{servers[0].url}/v1", servers[0].pid),
                 Target(f"gateway x{options.workers}", f"{servers[1].url}/v1", servers[1].pid),
             ]
+            if options.baseline is not None:
+                directory = Path(workdir) / "baseline"
+                directory.mkdir()
+                server = GatewayServer(
+                    directory, None, database, config, project_dir=options.baseline.resolve()
+                )
+                servers.append(server.start())
+                targets.append(Target("baseline", f"{server.url}/v1", server.pid))
             results, own_cpu = asyncio.run(measure(targets, rounds, seconds))
         finally:
             for server in servers:
                 server.stop()
     report(targets, results, rounds, seconds, options.workers)
+    if options.baseline is not None:
+        report_against_baseline(results)
     requests = sum(cell.count for cell in results.values())
     print(
         f"load generator (this process, same cores): {own_cpu * 1000 / requests:.2f} ms CPU "
@@ -162,6 +179,23 @@ def report_ratios(results: dict[tuple[str, bool, int], Cell], workers: int) -> N
             f"{statistics.median(gateway_json.overheads):.2f} ms against added latency "
             f"(gateway p50 - direct p50) {added_ms:.2f} ms"
         )
+
+
+def report_against_baseline(results: dict[tuple[str, bool, int], Cell]) -> None:
+    """This checkout's gateway against the baseline's, cell by cell (1.00: the same)."""
+    print("\nthis gateway / baseline (one worker each; CPU and p50 under 1 are better):")
+    for stream in (False, True):
+        for clients in CLIENTS:
+            ours, theirs = (
+                results[("gateway", stream, clients)],
+                results[("baseline", stream, clients)],
+            )
+            print(
+                f"  {'stream' if stream else 'json':6} {clients:2d} clients: "
+                f"CPU/request {ours.cpu_ms / theirs.cpu_ms:5.2f}  "
+                f"req/s {ours.rate / theirs.rate:5.2f}  "
+                f"p50 {percentile(ours.latencies, 0.5) / percentile(theirs.latencies, 0.5):5.2f}"
+            )
 
 
 if __name__ == "__main__":
