@@ -13,6 +13,7 @@ Request code of both apps reads what it needs from the request (``request.runtim
 ``adminui.context``), so no app imports this top-level package.
 """
 
+import asyncio
 import re
 import time
 import uuid
@@ -58,7 +59,14 @@ class RequestContextMiddleware(AsyncMiddleware):
                 partial(_traced, log, current.engine),
             )
         request.span = span  # type: ignore[attr-defined]
-        response = await self.get_response(request)
+        try:
+            response = await self.get_response(request)
+        except asyncio.CancelledError:
+            # The client went away before the answer (its calls are billed as it unwound):
+            # the request is logged, counted and recorded all the same.
+            log.status, log.error = CLIENT_CLOSED, log.error or "client_closed"
+            _finish(log, started, clock, span)
+            raise
         response["X-Request-ID"] = request_id
         log.status, log.stream = response.status_code, response.streaming
         if dialect is not None:
@@ -72,6 +80,9 @@ class RequestContextMiddleware(AsyncMiddleware):
         return response
 
 
+# The status a request is logged with when its client went away before the answer (as
+# nginx logs it; no client ever sees it).
+CLIENT_CLOSED = 499
 # An X-Request-ID the client sends is kept when it is a plain token of at most 64 characters.
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 

@@ -23,6 +23,7 @@ from inference.models import BudgetReservation
 from inference.money.budgets import check_budgets, refusal, reserved, retry_after, usage_in_windows
 from inference.money.caps import TokenCap
 from inference.money.keys import KeyGrant, check_key
+from inference.neutral.types import Usage
 
 logger = logging.getLogger("gateway.money")
 # A reservation a crashed process never settled stops counting after this long.
@@ -34,8 +35,14 @@ MAX_RESERVATION = 10**15
 
 def reservation_size(prompt_tokens: int, max_tokens: int | None) -> int:
     """Estimated prompt tokens plus the most the reply may spend."""
+    return min(MAX_RESERVATION, estimated_usage(prompt_tokens, max_tokens).total_tokens)
+
+
+def estimated_usage(prompt_tokens: int, max_tokens: int | None) -> Usage:
+    """What a call is taken to spend before it says: its estimated prompt, and the most
+    its reply may spend (``max_tokens``, or ``DEFAULT_COMPLETION_TOKENS``)."""
     completion = DEFAULT_COMPLETION_TOKENS if max_tokens is None else max(0, max_tokens)
-    return min(MAX_RESERVATION, prompt_tokens + completion)
+    return Usage(prompt_tokens, min(MAX_RESERVATION, completion))
 
 
 def admit(

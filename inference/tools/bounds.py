@@ -7,9 +7,14 @@ for one request. A turn's bounds hold for the turn as a whole: at most
 ``limits.max_turn_seconds`` after the turn began, and each call after the first admitted
 against the user's budgets with what the turn has spent so far (``Admission``), so a turn
 overshoots a cap by at most one call.
+
+The bounds also know the turn's model calls under way, at every level, each with an
+estimate of what it has spent: a turn its client abandons is billed for them
+(``spent`` and ``in_flight``), as the upstream bills the gateway for them.
 """
 
 import asyncio
+import itertools
 from collections.abc import Awaitable, Callable
 
 from agents.schema import LimitsConfig
@@ -34,6 +39,22 @@ class TurnBounds:
         self.admission = admission
         self.calls = 0
         self.spent = Usage()  # by every finished model call of the turn, at every level
+        self._under_way: dict[int, Callable[[], Usage]] = {}
+        self._numbers = itertools.count()
+
+    def calling(self, estimate: Callable[[], Usage]) -> int:
+        """A model call begins: until it is ``done``, ``estimate()`` is what it has spent."""
+        number = next(self._numbers)
+        self._under_way[number] = estimate
+        return number
+
+    def done(self, call: int) -> None:
+        """The call ended and what it spent is accounted (in ``spent``, or not at all)."""
+        self._under_way.pop(call, None)
+
+    def in_flight(self) -> Usage:
+        """The estimate of every call begun and not done (one the client's departure cut)."""
+        return sum((estimate() for estimate in self._under_way.values()), Usage())
 
     async def admit(self) -> None:
         """Before each upstream model call of the turn."""

@@ -18,8 +18,10 @@ without them the first round is the last and is relayed as it arrives.
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
+from inference.money.admission import estimated_usage
 from inference.neutral.calls import CallOutcome, ModelCalls
 from inference.neutral.tokens import estimate_tokens
 from inference.neutral.types import (
@@ -74,8 +76,8 @@ def exchange_of(
 
 class ToolLoop:
     """What its holder reads of it: ``answer`` (once there is one), ``exchange`` (the
-    gateway's half of a round that ended at client calls), ``outcome`` (of the latest model
-    call) and ``in_flight()``; what the turn spent is in its bounds."""
+    gateway's half of a round that ended at client calls) and ``outcome`` (of the latest
+    model call); what the turn spent, and what its calls under way have, is in its bounds."""
 
     def __init__(
         self,
@@ -96,8 +98,6 @@ class ToolLoop:
         self.spent = Usage()
         self.answer: ChatResponse | None = None
         self.exchange: Exchange | None = None
-        self._round: StreamAccumulator | None = None  # a streamed round under way
-        self._round_request: ChatRequest | None = None
         self._rounds = 0
         self._repairs = 0
 
@@ -105,31 +105,23 @@ class ToolLoop:
     def outcome(self) -> CallOutcome:
         return self.calls.outcome
 
-    def in_flight(self) -> Usage:
-        """What a streamed round still under way has spent: as the provider reported it,
-        or estimated when it was cut before its usage came (nothing without one)."""
-        current, request = self._round, self._round_request
-        if current is None or request is None:
-            return Usage()
-        if current.usage.total_tokens:
-            return current.usage
-        prompt = request.system + "".join(message.content for message in request.messages)
-        partial = Usage(estimate_tokens(prompt), estimate_tokens("".join(current.text)))
-        return self.calls.priced(partial)
-
     async def complete(self, request: ChatRequest) -> ChatResponse:
         while True:
+            call = self.bounds.calling(partial(self._unanswered, request))
             try:
                 async with asyncio.timeout_at(self.bounds.deadline):
                     reply = await self.calls.complete(request)
             except TimeoutError:
                 raise self.bounds.timed_out() from None
             except TurnStopped:
+                self.bounds.done(call)  # refused before it was made
                 raise  # what the turn spent is in the bounds already
             except ProviderError as error:
+                self.bounds.done(call)
                 self.bounds.spent += error.usage
                 error.usage = self.spent + error.usage
                 raise
+            self.bounds.done(call)
             self.spent += reply.usage
             self.bounds.spent += reply.usage
             step = await self._after(request, reply)
@@ -137,6 +129,19 @@ class ToolLoop:
                 self.answer = step
                 return step
             request = step
+
+    def _unanswered(self, request: ChatRequest) -> Usage:
+        """A whole reply not yet come: its prompt and the most its reply may spend."""
+        prompt = estimate_tokens(_prompt_text(request))
+        return self.calls.priced(estimated_usage(prompt, request.sampling.max_tokens))
+
+    def _streamed(self, request: ChatRequest, round_: StreamAccumulator) -> Usage:
+        """A stream under way: what the provider reported, or, cut before its usage came,
+        its prompt and the text it sent so far."""
+        if round_.usage.total_tokens:
+            return round_.usage
+        prompt = estimate_tokens(_prompt_text(request))
+        return self.calls.priced(Usage(prompt, estimate_tokens("".join(round_.text))))
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """The final answer's text and client tool calls, as events (then see ``answer``)."""
@@ -162,15 +167,20 @@ class ToolLoop:
     async def _relayed(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """The only round, relayed as it arrives (tool names as the client knows them). One
         call, no tools: bounded by the provider's own timeout, not the turn's deadline."""
-        accumulator = self._open_round(request)
-        async for event in self.calls.stream(request):
-            accumulator.add(event)
-            if (isinstance(event, TextDelta) and event.text) or isinstance(event, Reasoning):
-                yield event
-            elif isinstance(event, ToolCallDelta):
-                name = self.toolbox.client_names.get(event.name or "", event.name)
-                yield replace(event, name=name)
-        self._round = None
+        accumulator = StreamAccumulator()
+        call = self.bounds.calling(partial(self._streamed, request, accumulator))
+        try:
+            async for event in self.calls.stream(request):
+                accumulator.add(event)
+                if (isinstance(event, TextDelta) and event.text) or isinstance(event, Reasoning):
+                    yield event
+                elif isinstance(event, ToolCallDelta):
+                    name = self.toolbox.client_names.get(event.name or "", event.name)
+                    yield replace(event, name=name)
+        except TurnStopped:
+            self.bounds.done(call)  # refused before it was made
+            raise
+        self.bounds.done(call)
         self.spent += accumulator.usage
         self.bounds.spent += accumulator.usage
         reply = accumulator.response()
@@ -180,21 +190,21 @@ class ToolLoop:
         self.answer = replace(reply, usage=self.spent, tool_calls=calls)
 
     async def _collected(self, request: ChatRequest) -> ChatResponse:
-        accumulator = self._open_round(request)
+        accumulator = StreamAccumulator()
+        call = self.bounds.calling(partial(self._streamed, request, accumulator))
         try:
             async with asyncio.timeout_at(self.bounds.deadline):
                 async for event in self.calls.stream(request, held=True):
                     accumulator.add(event)
         except TimeoutError:
             raise self.bounds.timed_out() from None
-        self._round = None
+        except TurnStopped:
+            self.bounds.done(call)  # refused before it was made
+            raise
+        self.bounds.done(call)
         self.spent += accumulator.usage
         self.bounds.spent += accumulator.usage
         return accumulator.response()
-
-    def _open_round(self, request: ChatRequest) -> StreamAccumulator:
-        self._round, self._round_request = StreamAccumulator(), request
-        return self._round
 
     async def _after(self, request: ChatRequest, reply: ChatResponse) -> ChatResponse | ChatRequest:
         """The turn's answer, or the request of the next round."""
@@ -273,3 +283,7 @@ def _replay(final: ChatResponse) -> list[StreamEvent]:
         for index, call in enumerate(final.tool_calls)
     ]
     return events
+
+
+def _prompt_text(request: ChatRequest) -> str:
+    return request.system + "".join(message.content for message in request.messages)

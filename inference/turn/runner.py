@@ -74,12 +74,13 @@ class TurnRunner:
                 answer = await loop.complete(turn.call.request)
             except ProviderError as error:
                 self.invoke.fail(error.code)
-                await self._record(turn, loop, self.bounds.spent, None)
+                await self._record(turn, loop, self._billed(), None)
                 raise self._failure(error) from error
             except BaseException:
                 # Another failure, or the client went away (cancelled): bill what was
-                # spent and free the budget reservation.
-                await asyncio.shield(self._settle_quietly(turn, loop, self.bounds.spent))
+                # spent, the calls it cut short at their estimate, and settle the budget
+                # reservation.
+                await asyncio.shield(self._settle_quietly(turn, loop, self._billed()))
                 raise
             await self._record(turn, loop, answer.usage, _remembered(answer))
         self._after_reply(turn, loop, answer)
@@ -130,8 +131,7 @@ class TurnRunner:
                 reply = _remembered(loop.answer)
             elif outcome == "cut":
                 reply = "".join(sent)
-            billed = self.bounds.spent + loop.in_flight()
-            await asyncio.shield(self._record_quietly(turn, loop, billed, reply))
+            await asyncio.shield(self._record_quietly(turn, loop, self._billed(), reply))
             if outcome == "done" and loop.answer is not None:
                 self._after_reply(turn, loop, loop.answer)
 
@@ -151,6 +151,11 @@ class TurnRunner:
         )
         self.loop = tool_loop(context, call.route, call.toolbox, call.request.response_format)
         return self.loop
+
+    def _billed(self) -> Usage:
+        """What the turn is billed: its finished model calls (every level), and the calls
+        still under way (a client that went away cut them) at their estimate."""
+        return self.bounds.spent + self.bounds.in_flight()
 
     def upstream_headers(self) -> dict[str, str]:
         """``X-Gateway-Upstream`` and ``X-Gateway-Attempts`` of the turn's final model call."""

@@ -65,6 +65,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         "tools": (
             "database",
             "models",
+            "money",
             "neutral",
             "providers",
             "routing",

@@ -13,7 +13,7 @@ from inference.dialects.embeddings.wire import EmbeddingsIn, embeddings_body, in
 from inference.memory.embedding import embed
 from inference.money.admission import admit, release_quietly
 from inference.money.caps import operator_caps
-from inference.money.prices import price_of
+from inference.money.prices import price_of, priced
 from inference.money.settlement import Charge, settle
 from inference.neutral.calls import Answerer
 from inference.neutral.errors import invalid_request
@@ -56,22 +56,37 @@ async def create_embeddings(request: InferenceRequest, payload: EmbeddingsIn) ->
     if key is not None:
         key.check_allows(embedder.name)
     now = timezone.now()
-    estimate = Usage(prompt_tokens=sum(estimate_tokens(text) for text in texts))
-    price = price_of(config, embedder.provider, embedder.model)
+    estimate = priced(
+        Usage(prompt_tokens=sum(estimate_tokens(text) for text in texts)),
+        price_of(config, embedder.provider, embedder.model),
+    )
     caps = operator_caps(config.budgets, user_id)
     reservation = await in_database(
-        admit,
-        user_id,
-        caps,
-        estimate.total_tokens,
-        now,
-        key,
-        price.cost(estimate) if price is not None else 0,
+        admit, user_id, caps, estimate.total_tokens, now, key, estimate.cost_micro_usd or 0
     )
+
+    def charge(usage: Usage) -> Charge:
+        return Charge(
+            kind="turn",
+            user_id=user_id,
+            agent=embedder.name,
+            call_id=f"emb-{uuid.uuid4().hex}",
+            usage=usage,
+            answered_by=Answerer(embedder.provider, embedder.model),
+            key_id=key.id if key is not None else None,
+            reservation=reservation,
+            created_at=now,
+        )
+
     try:
         embedded = await embed(
             config, engine, embedder, texts, dimensions=payload.dimensions, span=request.span
         )
+    except asyncio.CancelledError:
+        # The client went away with the call under way: it is billed at the estimate.
+        log.prompt_tokens, log.cost_usd = estimate.prompt_tokens, estimate.cost_usd
+        await asyncio.shield(engine.writer.write(settle, charge(estimate)))
+        raise
     except BaseException as error:
         if reservation is not None:  # nothing was spent: no ledger row will settle it
             await asyncio.shield(release_quietly(reservation))
@@ -81,18 +96,7 @@ async def create_embeddings(request: InferenceRequest, payload: EmbeddingsIn) ->
         raise error.as_api_error() from error
     log.prompt_tokens = embedded.usage.prompt_tokens
     log.cost_usd = embedded.usage.cost_usd
-    charge = Charge(
-        kind="turn",
-        user_id=user_id,
-        agent=embedder.name,
-        call_id=f"emb-{uuid.uuid4().hex}",
-        usage=embedded.usage,
-        answered_by=Answerer(embedder.provider, embedder.model),
-        key_id=key.id if key is not None else None,
-        reservation=reservation,
-        created_at=now,
-    )
-    await engine.writer.write(settle, charge)
+    await engine.writer.write(settle, charge(embedded.usage))
     return json_response(
         embeddings_body(embedder.name, embedded.vectors, embedded.usage, payload.encoding_format)
     )
