@@ -221,6 +221,9 @@ class LimitsConfig(Section):
     max_body_mb: float = Field(
         default=10, gt=0, description="The largest /v1 request body, in MiB (413 above)."
     )
+    max_tools: int = Field(
+        default=512, ge=1, description="Tool definitions one request may carry (400 above)."
+    )
 
 
 class BudgetLimits(Finite):

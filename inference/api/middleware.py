@@ -108,6 +108,8 @@ def _parsed(request: HttpRequest) -> Any:
         return json.loads(request.body)
     except ValueError as error:  # the view's parser raises it, as for any other body
         return error
+    except RecursionError:  # nested deeper than the parser goes: as malformed
+        return ValueError("The request body is nested too deeply")
 
 
 _REFUSAL = "gateway.auth_refusal"

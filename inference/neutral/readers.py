@@ -7,6 +7,7 @@ import re
 from typing import Any, Literal
 
 from inference.neutral.errors import ApiError, invalid_request
+from inference.neutral.request import ToolOffer
 from inference.neutral.schemas import check_json_schema, check_reply_schema
 from inference.neutral.types import (
     Block,
@@ -53,8 +54,50 @@ def tool_spec(function: dict[str, Any], where: str) -> ToolSpec:
             param=f"{where}.parameters",
             code="invalid_tool",
         )
-    check_json_schema(parameters, f"{where}.parameters", "invalid_tool")
     return ToolSpec(name=name, description=description, parameters=parameters)
+
+
+def bounded_tools(count: int, limit: int, param: str = "tools") -> None:
+    """400 naming ``param`` when a request carries more than ``limit`` tool definitions
+    (``limits.max_tools``): checked before they are read."""
+    if count > limit:
+        raise invalid_request(
+            f"{param}: a request may carry at most {limit} tool definitions "
+            f"(limits.max_tools), this one has {count}",
+            param=param,
+            code="too_many_tools",
+        )
+
+
+class ToolList:
+    """The function tools a dialect reads, one by one (at most ``limit``): each spec, and
+    where its parameters schema is in the request."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.specs: list[ToolSpec] = []
+        self.schema_params: list[str] = []
+
+    def add(self, function: dict[str, Any], where: str, schema_param: str = "") -> ToolSpec:
+        """``function``: ``name``, ``description``, ``parameters``; ``schema_param``: where
+        the parameters are (default ``<where>.parameters``)."""
+        bounded_tools(len(self.specs) + 1, self.limit)
+        spec = tool_spec(function, where)
+        self.specs.append(spec)
+        self.schema_params.append(schema_param or f"{where}.parameters")
+        return spec
+
+    def checked(self) -> tuple[ToolSpec, ...]:
+        """The specs, each name once."""
+        return checked_names(self.specs, "tools")
+
+
+def check_tool_schemas(offer: ToolOffer) -> None:
+    """400 naming the first tool whose ``parameters`` is not a usable JSON Schema. It
+    costs about a millisecond a tool: the pipeline runs it once the request is admitted,
+    and off the event loop for a long list."""
+    for spec, param in zip(offer.specs, offer.schema_params, strict=True):
+        check_json_schema(spec.parameters, param, "invalid_tool")
 
 
 def checked_names(specs: list[ToolSpec], param: str) -> tuple[ToolSpec, ...]:

@@ -37,6 +37,9 @@ class ToolOffer:
     choice: ToolChoice | None = None
     parallel: bool | None = None
     dropped: tuple[str, ...] = ()
+    # Where each spec's parameters schema is in the request, for a refusal that names it
+    # (the schemas are checked once the request is admitted: ``readers.check_tool_schemas``).
+    schema_params: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from typing import Any, Protocol
 
 from django.http import HttpRequest
 
+from agents.schema import LimitsConfig
 from agents.snapshot import ConfigHolder
 from core.requestlog import RequestLog
 from inference.engine import Engine
@@ -29,3 +30,10 @@ class InferenceRequest(HttpRequest):
     # A body over 1 MiB, parsed off the event loop (or the ValueError it raised); else None.
     parsed_body: Any
     span: Span  # the request's server span (NO_SPAN while tracing is off)
+
+
+def limits_of(request: InferenceRequest) -> LimitsConfig:
+    """The live config's limits (the defaults while no config is loaded: the request is
+    refused with 503 when it is served)."""
+    config = request.runtime.holder.config
+    return config.limits if config is not None else LimitsConfig()

@@ -27,7 +27,8 @@ from inference.money.caps import operator_caps
 from inference.money.keys import KeyGrant
 from inference.money.prices import price_of
 from inference.neutral.errors import ApiError, invalid_request
-from inference.neutral.request import ClientRequest
+from inference.neutral.readers import check_tool_schemas
+from inference.neutral.request import ClientRequest, ToolOffer
 from inference.neutral.tokens import estimate_tokens
 from inference.neutral.types import ChatRequest, Message, Usage
 from inference.routing.deployments import Route, route_of
@@ -41,6 +42,8 @@ from inference.turn.options import RequestOptions, parse_options
 from inference.turn.prompt import build_chat_request
 
 logger = logging.getLogger("gateway.inference")
+# Tools whose schemas are checked on the event loop; more go to a thread.
+_CHECKED_ON_THE_LOOP = 8
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,7 @@ async def _turn(
     stored: Stored,
     span: Span,
 ) -> Turn:
+    await checked_tools(client.tools)
     if client.user_text is None:
         raise invalid_request(
             f"{client.conversation_param} must contain at least one message with role 'user'",
@@ -213,6 +217,16 @@ async def agent_call(
     conversation = [*setting.history, *with_exchanges(own, setting.exchanges)]
     request = build_chat_request(agent, client, setting.options, conversation, toolbox, memories)
     return AgentCall(agent, route, toolbox, request)
+
+
+async def checked_tools(offer: ToolOffer) -> None:
+    """The tools' JSON Schemas checked (400 naming the first that is not usable), once the
+    request is admitted: about a millisecond a tool, so a long list is checked off the
+    event loop."""
+    if len(offer.specs) > _CHECKED_ON_THE_LOOP:
+        await asyncio.to_thread(check_tool_schemas, offer)
+    elif offer.specs:
+        check_tool_schemas(offer)
 
 
 def live_config(config: Config | None, problems: list[str]) -> Config:

@@ -187,6 +187,45 @@ def test_a_key_limited_to_agents_sees_and_calls_only_those(
     assert fakes["openai"].requests == []
 
 
+def test_a_key_limited_to_agents_neither_finds_nor_counts_the_others(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    created = mint(server, agents=["assistant"])
+    client = sdk(server, created["key"])
+    claude = anthropic.Anthropic(base_url=server.url, api_key=created["key"], max_retries=0)
+
+    assert client.models.retrieve("assistant").id == "assistant"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("other")
+    counted = claude.messages.count_tokens(
+        model="assistant", messages=[{"role": "user", "content": "Hello"}]
+    )
+    assert counted.input_tokens > 0
+    with pytest.raises(anthropic.NotFoundError):
+        claude.messages.count_tokens(model="other", messages=[{"role": "user", "content": "Hello"}])
+    assert fakes["openai"].requests == []
+
+
+def test_a_spent_key_is_refused_before_its_tool_list_is_read(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    """Budgets and limits come before the tools' schemas: one of them is broken, and the
+    refusal is the budget's."""
+    created = mint(server, budget_usd=0)
+    schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+    tools = [
+        {"type": "function", "function": {"name": f"tool_{index}", "parameters": schema}}
+        for index in range(500)
+    ]
+    tools[-1]["function"]["parameters"] = {"type": "object", "properties": {"x": {"type": 3}}}
+
+    with pytest.raises(openai.RateLimitError) as refused:
+        say(sdk(server, created["key"]), tools=tools)
+
+    assert refused.value.code == "insufficient_quota"
+    assert fakes["openai"].requests == []
+
+
 def test_embeddings_are_paid_by_the_key_and_refused_once_its_budget_is_spent(
     server: GatewayServer, fakes: dict[str, FakeUpstream]
 ) -> None:

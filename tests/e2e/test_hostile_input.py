@@ -2,6 +2,7 @@
 server or produces a 500; every refusal is a 400 naming the field."""
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -308,3 +309,99 @@ def test_upstream_retry_after_is_clamped_to_one_day(
     response = post(gateway, chat(user_id))
     assert response.status_code == 429, response.text
     assert response.headers["retry-after"] == sent
+
+
+def function_tools(count: int) -> list[dict[str, Any]]:
+    schema = {"type": "object", "properties": {"x": {"type": "string", "minLength": 1}}}
+    return [
+        {"type": "function", "function": {"name": f"tool_{index}", "parameters": schema}}
+        for index in range(count)
+    ]
+
+
+type ToolBody = Callable[[str, list[dict[str, Any]]], dict[str, Any]]
+ROUTES_WITH_TOOLS: dict[str, ToolBody] = {
+    "/v1/chat/completions": lambda user, tools: chat(user, tools=tools),
+    "/v1/responses": lambda user, tools: {
+        "model": "openai-agent",
+        "input": "Hi",
+        "safety_identifier": user,
+        "tools": [{"type": "function", **tool["function"]} for tool in tools],
+    },
+    "/v1/messages": lambda user, tools: {
+        "model": "openai-agent",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "Hi"}],
+        "tools": [
+            {"name": tool["function"]["name"], "input_schema": tool["function"]["parameters"]}
+            for tool in tools
+        ],
+    },
+    "/v1/messages/count_tokens": lambda user, tools: {
+        "model": "openai-agent",
+        "messages": [{"role": "user", "content": "Hi"}],
+        "tools": [
+            {"name": tool["function"]["name"], "input_schema": tool["function"]["parameters"]}
+            for tool in tools
+        ],
+    },
+}
+
+
+@pytest.mark.parametrize("path", ROUTES_WITH_TOOLS)
+def test_more_tools_than_limits_max_tools_is_400_before_any_is_read(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream, user_id: str, path: str
+) -> None:
+    body = ROUTES_WITH_TOOLS[path](user_id, function_tools(10_000))
+
+    with probing(gateway.url) as probe:
+        response = post(gateway, body, path)
+
+    assert response.status_code == 400, response.text
+    assert "at most 512 tool definitions (limits.max_tools)" in response.text
+    assert probe.failures == 0  # /healthz answered all along
+    assert openai_fake.requests == []
+
+
+def test_a_long_tool_list_is_checked_off_the_event_loop(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream, user_id: str
+) -> None:
+    tools = function_tools(512)
+    tools[-1]["function"]["parameters"] = {"type": "object", "properties": {"x": {"type": 3}}}
+
+    with probing(gateway.url) as probe:
+        response = post(gateway, chat(user_id, tools=tools))
+
+    error = assert_400(response, "tools[511].function.parameters")
+    assert error["code"] == "invalid_tool"
+    assert probe.failures == 0 and probe.longest < LAG_BOUND_SECONDS
+    assert openai_fake.requests == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/chat/completions",
+        "/v1/responses",
+        "/v1/messages",
+        "/v1/messages/count_tokens",
+        "/v1/embeddings",
+    ],
+)
+def test_a_body_over_a_mebibyte_nested_too_deep_is_400(
+    gateway: GatewayServer, user_id: str, path: str
+) -> None:
+    deep = "[" * 600_000 + "]" * 600_000  # 1.2 MB: parsed off the event loop
+    body = f'{{"model": "openai-agent", "safety_identifier": "{user_id}", "messages": {deep}}}'
+    response = raw_post(gateway, body, path)
+    assert response.status_code == 400, response.text
+    assert response.headers["content-type"] == "application/json"
+
+
+def test_count_tokens_refuses_a_lone_surrogate(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream
+) -> None:
+    body = '{"model": "openai-agent", "messages": [{"role": "user", "content": "a\\ud800b"}]}'
+    response = raw_post(gateway, body, "/v1/messages/count_tokens")
+    assert response.status_code == 400, response.text
+    assert "surrogate" in response.json()["error"]["message"]

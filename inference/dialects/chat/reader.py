@@ -7,6 +7,7 @@ call.
 
 from typing import Any
 
+from agents.schema import LimitsConfig
 from inference.dialects.chat.body import ChatCompletionIn, ChatMessageIn
 from inference.neutral import readers
 from inference.neutral.errors import invalid_request
@@ -18,13 +19,15 @@ from inference.neutral.types import (
     ResponseFormat,
     Sampling,
     ToolCall,
-    ToolSpec,
 )
 from inference.neutral.wellformed import reject_lone_surrogates
 
 
 def from_chat_completion(
-    body: ChatCompletionIn, header_user: str | None = None, bound_user: str | None = None
+    body: ChatCompletionIn,
+    header_user: str | None = None,
+    bound_user: str | None = None,
+    max_tools: int = LimitsConfig().max_tools,
 ) -> ClientRequest:
     reject_lone_surrogates(body.model_dump(exclude_none=True))
     if body.n is not None and body.n != 1:
@@ -34,7 +37,8 @@ def from_chat_completion(
             param="n",
             code="unsupported_parameter",
         )
-    tools = _function_tools(body.tools or [])
+    read = _function_tools(body.tools or [], max_tools)
+    tools = read.checked()
     return ClientRequest(
         model=body.model,
         system=tuple(
@@ -46,6 +50,7 @@ def from_chat_completion(
             tools,
             readers.function_choice(body.tool_choice, tools, "tool_choice"),
             body.parallel_tool_calls,
+            schema_params=tuple(read.schema_params),
         ),
         sampling=_sampling(body),
         response_format=_response_format(body.response_format),
@@ -63,10 +68,11 @@ def from_chat_completion(
     )
 
 
-def _function_tools(tools: list[dict[str, Any]]) -> tuple[ToolSpec, ...]:
+def _function_tools(tools: list[dict[str, Any]], limit: int) -> readers.ToolList:
     """Chat-completions tools (``{type: function, function: {name, description,
     parameters}}``) as neutral specs."""
-    specs = []
+    readers.bounded_tools(len(tools), limit)
+    read = readers.ToolList(limit)
     for index, tool in enumerate(tools):
         where = f"tools[{index}]"
         if not isinstance(tool, dict) or tool.get("type") != "function":
@@ -84,8 +90,8 @@ def _function_tools(tools: list[dict[str, Any]]) -> tuple[ToolSpec, ...]:
                 param=f"{where}.function",
                 code="invalid_tool",
             )
-        specs.append(readers.tool_spec(function, f"{where}.function"))
-    return readers.checked_names(specs, "tools")
+        read.add(function, f"{where}.function")
+    return read
 
 
 def _response_format(raw: dict[str, Any] | None) -> ResponseFormat | None:

@@ -11,7 +11,7 @@ from inference.dialects.chat.body import ChatCompletionIn
 from inference.dialects.chat.reader import from_chat_completion
 from inference.dialects.chat.reply import ChatCompletionReply
 from inference.neutral.errors import ApiError
-from inference.serving.context import InferenceRequest
+from inference.serving.context import InferenceRequest, limits_of
 from inference.serving.routes import dialect_api
 from inference.serving.serve import json_response, serve
 from inference.turn.preparation import live_config
@@ -33,10 +33,13 @@ async def list_models(request: InferenceRequest) -> HttpResponse:
 
 @api.get("/v1/models/{path:model_id}")
 async def retrieve_model(request: InferenceRequest, model_id: str) -> HttpResponse:
-    """An agent or an experiment (experiments are valid models, only not listed)."""
+    """An agent or an experiment (experiments are valid models, only not listed); a model
+    the request's key may not call is as unknown."""
     holder = request.runtime.holder
     config = live_config(holder.config, holder.problems)
-    if not any(find(model_id) for find in (config.agent, config.experiment, config.embedder)):
+    key = request.api_key
+    known = any(find(model_id) for find in (config.agent, config.experiment, config.embedder))
+    if not known or (key is not None and not key.allows(model_id)):
         raise ApiError(
             404, f"The model '{model_id}' does not exist", param="model", code="model_not_found"
         )
@@ -52,6 +55,9 @@ async def chat_completions(
     request: InferenceRequest, payload: ChatCompletionIn
 ) -> HttpResponseBase:
     client = from_chat_completion(
-        payload, request.headers.get("X-User-Id"), bound_user=request.bound_user
+        payload,
+        request.headers.get("X-User-Id"),
+        bound_user=request.bound_user,
+        max_tools=limits_of(request).max_tools,
     )
     return await serve(request, client, ChatCompletionReply(), id_prefix="chatcmpl-")

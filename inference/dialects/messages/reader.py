@@ -10,6 +10,7 @@ gateway does not model, and the ``anthropic-beta`` header.
 import json
 from typing import Any
 
+from agents.schema import LimitsConfig
 from inference.dialects.messages.body import CountTokensIn, MessagesIn
 from inference.neutral import readers
 from inference.neutral.errors import invalid_request
@@ -37,13 +38,15 @@ def from_messages(
     bound_user: str | None = None,
     beta: str | None = None,
     keyed: bool = False,
+    max_tools: int = LimitsConfig().max_tools,
 ) -> ClientRequest:
     """``beta``: the client's ``anthropic-beta`` header. ``keyed``: an API key names the
     user, so ``metadata.user_id`` is not read as a claim to be another one (Claude Code
     always sends its device and session there)."""
     reject_lone_surrogates(body.model_dump(exclude_none=True))
     system, system_cache, messages = read_conversation(body)
-    tools, dropped = read_tools(body.tools or [])
+    read, dropped = read_tools(body.tools or [], max_tools)
+    tools = read.checked()
     metadata = body.metadata or {}
     user = metadata.get("user_id")
     choice = body.tool_choice or {}
@@ -61,6 +64,7 @@ def from_messages(
             _tool_choice(body.tool_choice, tools),
             False if choice.get("disable_parallel_tool_use") else None,
             dropped,
+            tuple(read.schema_params),
         ),
         sampling=_sampling(body, beta),
         metadata={
@@ -106,10 +110,11 @@ def read_conversation(
     return system, (breakpoints[-1] if breakpoints else None), messages
 
 
-def read_tools(tools: list[dict[str, Any]]) -> tuple[tuple[ToolSpec, ...], tuple[str, ...]]:
+def read_tools(tools: list[dict[str, Any]], limit: int) -> tuple[readers.ToolList, tuple[str, ...]]:
     """Client tools (``name``, ``description``, ``input_schema``); Anthropic's server and
     built-in tools (a ``type`` other than ``custom``) are left out and named."""
-    specs: list[ToolSpec] = []
+    readers.bounded_tools(len(tools), limit)
+    read = readers.ToolList(limit)
     dropped: list[str] = []
     for index, tool in enumerate(tools):
         where = f"tools[{index}]"
@@ -122,8 +127,8 @@ def read_tools(tools: list[dict[str, Any]]) -> tuple[tuple[ToolSpec, ...], tuple
             "description": tool.get("description") or "",
             "parameters": tool.get("input_schema"),
         }
-        specs.append(readers.tool_spec(function, where))
-    return readers.checked_names(specs, "tools"), tuple(dropped)
+        read.add(function, where, f"{where}.input_schema")
+    return read, tuple(dropped)
 
 
 def _user_turn(blocks: list[dict[str, Any]], where: str, calls: dict[str, str]) -> list[Message]:

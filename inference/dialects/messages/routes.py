@@ -8,11 +8,13 @@ from inference.dialects.messages.body import CountTokensIn, MessagesIn
 from inference.dialects.messages.reader import from_messages, read_conversation, read_tools
 from inference.dialects.messages.reply import MessagesReply
 from inference.neutral.errors import ApiError
-from inference.serving.context import InferenceRequest
+from inference.neutral.request import ToolOffer
+from inference.neutral.wellformed import reject_lone_surrogates
+from inference.serving.context import InferenceRequest, limits_of
 from inference.serving.routes import dialect_api
 from inference.serving.serve import json_response, serve
 from inference.turn.counting import prompt_tokens
-from inference.turn.preparation import live_config
+from inference.turn.preparation import checked_tools, live_config
 
 
 def _required(path: str) -> str:
@@ -33,6 +35,7 @@ async def create_message(request: InferenceRequest, payload: MessagesIn) -> Http
         request.bound_user,
         request.headers.get("anthropic-beta"),
         keyed=request.api_key is not None,
+        max_tools=limits_of(request).max_tools,
     )
     return await serve(request, client, MessagesReply(), id_prefix="msg_")
 
@@ -41,21 +44,26 @@ async def create_message(request: InferenceRequest, payload: MessagesIn) -> Http
 async def count_tokens(request: InferenceRequest, payload: CountTokensIn) -> HttpResponse:
     """What the agent's upstream would be sent (``inference.turn.counting``)."""
     config, agent = _answering_agent(request, payload.model)
+    reject_lone_surrogates(payload.model_dump(exclude_none=True))
     system, _, messages = read_conversation(payload)
-    tools, _ = read_tools(payload.tools or [])
+    read, _ = read_tools(payload.tools or [], config.limits.max_tools)
+    offer = ToolOffer(read.checked(), schema_params=tuple(read.schema_params))
+    await checked_tools(offer)
     engine = request.runtime.engine
-    counted = await prompt_tokens(agent, system, messages, tools, config, engine)
+    counted = await prompt_tokens(agent, system, messages, offer.specs, config, engine)
     return json_response({"input_tokens": counted})
 
 
 def _answering_agent(request: InferenceRequest, model: str) -> tuple[Config, AgentConfig]:
     """The live config and the agent ``model`` names (an experiment's first variant), or
-    404 as Anthropic answers an unknown model."""
+    404 as Anthropic answers an unknown model (a model the request's key may not call is
+    one)."""
     holder = request.runtime.holder
     config = live_config(holder.config, holder.problems)
     experiment = config.experiment(model)
     agent = config.agent(experiment.variants[0].agent if experiment is not None else model)
-    if agent is None:
+    key = request.api_key
+    if agent is None or (key is not None and not key.allows(model)):
         raise ApiError(
             404, f"model: no agent or experiment is named '{model}'", code="model_not_found"
         )

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agents.schema import LimitsConfig
 from inference.dialects.responses.body import ResponsesIn
 from inference.dialects.responses.reply import reasoning_block
 from inference.neutral import readers
@@ -24,7 +25,6 @@ from inference.neutral.types import (
     ResponseFormat,
     Sampling,
     ToolCall,
-    ToolSpec,
 )
 from inference.neutral.wellformed import reject_lone_surrogates
 
@@ -65,6 +65,7 @@ def from_responses(
     header_user: str | None = None,
     bound_user: str | None = None,
     earlier: list[dict[str, Any]] | None = None,
+    max_tools: int = LimitsConfig().max_tools,
 ) -> ResponsesRequest:
     """``earlier``: the items of the ``previous_response_id`` chain, oldest first."""
     reject_lone_surrogates(body.model_dump(exclude_none=True))
@@ -83,7 +84,8 @@ def from_responses(
     system, messages = _conversation([*(earlier or []), *items], len(earlier or []))
     if body.instructions:
         system.insert(0, body.instructions)
-    tools, namespaces, dropped = _tools(body.tools or [])
+    read, namespaces, dropped = _tools(body.tools or [], max_tools)
+    tools = read.checked()
     client = ClientRequest(
         model=body.model,
         system=tuple(system),
@@ -94,6 +96,7 @@ def from_responses(
             readers.function_choice(body.tool_choice, tools, "tool_choice"),
             body.parallel_tool_calls,
             dropped,
+            tuple(read.schema_params),
         ),
         sampling=_sampling(body),
         response_format=_text_format(body.text),
@@ -291,19 +294,20 @@ def _arguments(value: Any, where: str) -> str:
 
 
 def _tools(
-    tools: list[dict[str, Any]],
-) -> tuple[tuple[ToolSpec, ...], dict[str, str], tuple[str, ...]]:
+    tools: list[dict[str, Any]], limit: int
+) -> tuple[readers.ToolList, dict[str, str], tuple[str, ...]]:
     """(the function tools, namespace of each one that came in a namespace tool, the
     built-in tool types left out). Only built-in tools is a 400: nothing would be left
     of what the client offered."""
-    specs: list[ToolSpec] = []
+    readers.bounded_tools(len(tools), limit)
+    read = readers.ToolList(limit)
     namespaces: dict[str, str] = {}
     dropped: list[str] = []
     for index, tool in enumerate(tools):
         where = f"tools[{index}]"
         kind = tool.get("type") if isinstance(tool, dict) else None
         if kind == "function":
-            specs.append(readers.tool_spec(tool, where))
+            read.add(tool, where)
         elif kind == "namespace":
             namespace = readers.required_string(tool, "name", where)
             for position, member in enumerate(tool.get("tools") or []):
@@ -314,8 +318,7 @@ def _tools(
                         param=f"{place}.type",
                         code="unsupported_tool_type",
                     )
-                specs.append(readers.tool_spec(member, place))
-                namespaces[specs[-1].name] = namespace
+                namespaces[read.add(member, place).name] = namespace
         elif kind in BUILT_IN_TOOLS:
             dropped.append(str(kind))
         else:
@@ -325,14 +328,14 @@ def _tools(
                 param=f"{where}.type",
                 code="unsupported_tool_type",
             )
-    if dropped and not specs:
+    if dropped and not read.specs:
         raise invalid_request(
             f"tools: the gateway runs no built-in tools ({', '.join(dropped)}); offer "
             "function tools",
             param="tools",
             code="unsupported_tool_type",
         )
-    return readers.checked_names(specs, "tools"), namespaces, tuple(dropped)
+    return read, namespaces, tuple(dropped)
 
 
 def _text_format(text: dict[str, Any] | None) -> ResponseFormat | None:

@@ -22,7 +22,7 @@ from inference.ledger.responses import (
 )
 from inference.neutral.errors import ApiError, invalid_request
 from inference.neutral.request import Claims
-from inference.serving.context import InferenceRequest
+from inference.serving.context import InferenceRequest, limits_of
 from inference.serving.routes import dialect_api
 from inference.serving.serve import json_response, serve
 from inference.turn.identity import resolve_user_id
@@ -55,7 +55,9 @@ async def create_response(request: InferenceRequest, payload: ResponsesIn) -> Ht
                 param="previous_response_id",
                 code="previous_response_not_found",
             ) from None
-    read = from_responses(payload, claims.header_user, claims.bound_user, earlier)
+    read = from_responses(
+        payload, claims.header_user, claims.bound_user, earlier, limits_of(request).max_tools
+    )
     keep = _keeper(user_id, read, previous) if payload.store is not False else None
     reply = ResponsesReply(echo(payload), read.namespaces, keep)
     return await serve(request, read.client, reply, id_prefix="resp_")
