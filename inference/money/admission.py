@@ -94,14 +94,20 @@ async def release_quietly(reservation: int) -> None:
 def admit_call(
     user_id: str,
     caps: tuple[TokenCap, ...],
+    key: KeyGrant | None,
     reservation: int | None,
     spent: tuple[int, int],
     now: datetime,
 ) -> None:
     """Before each model call of a turn after its first: raise 429 when what the turn has
     spent so far (tokens, micro-USD), with the user's billed usage and what their other
-    requests reserve, reached a cap, so the turn makes no further call. (The turn's own
+    requests reserve, reached one of the user's caps, or with the key's own, the key's
+    budget or tokens per minute, so the turn makes no further call. (The turn's own
     reservation stands for the whole turn and is not counted beside it.)"""
+    if key is not None and key.limited:
+        check_key(key, spent[0], now, spent_micro_usd=spent[1], excluding=reservation)
+    if not caps:
+        return
     others = reserved(user_id, now, excluding=reservation)  # first, as above
     used = usage_in_windows(user_id, {cap.window: cap.seconds for cap in caps}, now)
     for cap in caps:

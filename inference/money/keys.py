@@ -162,9 +162,18 @@ def spend_of(keys: list[ApiKey], now: datetime) -> dict[int, tuple[int, int]]:
     return spend
 
 
-def check_key(grant: KeyGrant, tokens: int, now: datetime) -> None:
+def check_key(
+    grant: KeyGrant,
+    tokens: int,
+    now: datetime,
+    spent_micro_usd: int = 0,
+    excluding: int | None = None,
+) -> None:
     """Raise 429 when the key's spend, requests or tokens (its requests in progress
-    counted) reached one of its limits. ``tokens``: what this request reserves."""
+    counted) reached one of its limits. Before a request: ``tokens`` is what it
+    reserves. Before a later model call of a turn: ``tokens`` and ``spent_micro_usd`` are
+    what the turn spent so far, ``excluding`` its own reservation (it stands for the whole
+    turn), and requests are not counted again."""
     if not grant.limited:
         return
     minute = Q(created_at__gt=now - MINUTE)
@@ -178,12 +187,15 @@ def check_key(grant: KeyGrant, tokens: int, now: datetime) -> None:
     # Reservations before the ledger: a request that ends between the two reads (its
     # reservation replaced by its ledger row, committed) is then counted twice, never
     # missed.
-    held = BudgetReservation.objects.filter(api_key_id=grant.id, expires_at__gt=now).aggregate(
+    reservations = BudgetReservation.objects.filter(api_key_id=grant.id, expires_at__gt=now)
+    if excluding is not None:
+        reservations = reservations.exclude(id=excluding)
+    held = reservations.aggregate(
         requests=Count("id"), tokens=Sum("tokens"), spent=Sum("micro_usd")
     )
     billed = LedgerEntry.objects.filter(api_key_id=grant.id).aggregate(**sums)
     if grant.budget_micro_usd is not None:
-        spent = (billed["spent"] or 0) + (held["spent"] or 0)
+        spent = (billed["spent"] or 0) + (held["spent"] or 0) + spent_micro_usd
         if spent >= grant.budget_micro_usd:
             raise ApiError(
                 429,
@@ -193,12 +205,17 @@ def check_key(grant: KeyGrant, tokens: int, now: datetime) -> None:
                 code="insufficient_quota",
                 error_type="insufficient_quota",
             )
+    within_turn = excluding is not None
     checks = (
-        ("requests", grant.rpm, (billed["requests"] or 0) + (held["requests"] or 0)),
+        (
+            "requests",
+            None if within_turn else grant.rpm,
+            (billed["requests"] or 0) + (held["requests"] or 0),
+        ),
         ("tokens", grant.tpm, (billed["tokens"] or 0) + (held["tokens"] or 0) + tokens),
     )
     for what, limit, used in checks:
-        if limit is not None and _over(what, used, limit, tokens):
+        if limit is not None and _over(what, used, limit, tokens, within_turn):
             wait = _minute_wait(grant.id, now)
             raise ApiError(
                 429,
@@ -208,10 +225,11 @@ def check_key(grant: KeyGrant, tokens: int, now: datetime) -> None:
             )
 
 
-def _over(what: str, used: int, limit: int, tokens: int) -> bool:
+def _over(what: str, used: int, limit: int, tokens: int, within_turn: bool) -> bool:
     """Requests: this one would be one too many. Tokens: the minute's tokens (this
-    request's included) exceed the limit, unless the minute had nothing else."""
-    if what == "requests":
+    request's included) exceed the limit, unless the minute had nothing else (one request
+    larger than the limit still goes, alone); within a turn, once they reached it."""
+    if what == "requests" or within_turn:
         return used >= limit
     return used > limit and used > tokens
 

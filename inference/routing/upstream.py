@@ -17,6 +17,7 @@ priced (``inference.money.prices``).
 
 import asyncio
 import random
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
@@ -54,12 +55,29 @@ from inference.telemetry.genai import (
 from inference.telemetry.spans import NO_SPAN, Span
 from inference.telemetry.tracing import TRACING
 
-# Called before every attempt: raises when the turn may make no more upstream calls.
-type Admit = Callable[[], Awaitable[None]]
+
+class CallBudget(Protocol):
+    """The calls a conversation may still make (a turn's bounds, ``inference.tools.bounds``)."""
+
+    async def admit(self) -> None:
+        """Before every attempt: raises when the turn may make no more upstream calls."""
+
+    def left(self) -> int:
+        """How many more attempts it may make."""
+        ...
 
 
-async def _admit_all() -> None:
+class _Unbounded:
     """Calls outside a turn (embeddings) have no turn's bounds to stay in."""
+
+    async def admit(self) -> None:
+        return None
+
+    def left(self) -> int:
+        return sys.maxsize
+
+
+UNBOUNDED = _Unbounded()
 
 
 class RoutingEngine(Protocol):
@@ -145,7 +163,7 @@ class Upstream:
         route: Route,
         config: Config,
         engine: RoutingEngine,
-        admit: Admit = _admit_all,
+        budget: CallBudget = UNBOUNDED,
         journal: list[Attempt] | None = None,
         span: Span = NO_SPAN,
     ) -> None:
@@ -154,7 +172,7 @@ class Upstream:
         self.providers = engine.providers
         self.circuits = engine.circuits
         self.rng = engine.rng
-        self.admit = admit
+        self.budget = budget
         self.journal = journal if journal is not None else []
         self.attempts: list[Attempt] = []
         self.tries = 0  # attempts of the latest call, one under way included
@@ -251,7 +269,9 @@ class Upstream:
     ) -> T:
         self.attempts, self.tries, self.answered_by = [], 0, None
         last: ProviderError | None = None
-        for stage in self.route.stages:
+        stages = self.route.stages
+        for number, stage in enumerate(stages):
+            fallbacks_after = len(stages) - number - 1
             tried: set[Deployment] = set()
             retries = 0
             deployment = self._pick(stage, tried)
@@ -266,7 +286,9 @@ class Upstream:
                 if last.context_too_long:
                     break
                 policy = self.config.providers[deployment.provider].retries
-                following = self._pick(stage, tried) if retries < policy.attempts else None
+                # Retries stop while the calls left are needed to try each fallback once.
+                room = self.budget.left() > fallbacks_after
+                following = self._pick(stage, tried) if room and retries < policy.attempts else None
                 if following is None:
                     break
                 wait = self.rng.uniform(0, min(policy.max_backoff, policy.backoff * 2**retries))
@@ -305,7 +327,7 @@ class Upstream:
         send: Callable[[Provider, R], Awaitable[T]],
     ) -> T:
         """One attempt; its success is settled by the caller, once the reply is priced."""
-        await self.admit()
+        await self.budget.admit()
         self.tries += 1
         provider = self.providers.provider(deployment.provider, self.config)
         probe = self.circuits.starting(deployment)

@@ -80,6 +80,10 @@ class TurnBounds:
                 ) from refusal
         self.calls += 1
 
+    def left(self) -> int:
+        """How many more model calls the turn may make."""
+        return self.max_calls - self.calls
+
     def timed_out(self) -> TurnStopped:
         return self.stopped(
             f"The turn ran longer than limits.max_turn_seconds ({self.seconds:g} s), "

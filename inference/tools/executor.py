@@ -77,7 +77,7 @@ def tool_loop(
     turn's bounds; the agent's own tools run at the context's depth, and a reply is
     checked against ``response_format`` with the config's repairs."""
     calls = Upstream(
-        route, context.config, context.engine, context.bounds.admit, context.journal, context.span
+        route, context.config, context.engine, context.bounds, context.journal, context.span
     )
     return ToolLoop(
         calls,

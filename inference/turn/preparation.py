@@ -89,7 +89,11 @@ class Turn:
     user_text: str
     include_usage: bool
     reservation: int | None = None  # settled by the turn's ledger row
-    key_id: int | None = None  # the minted API key that pays for it
+    key: KeyGrant | None = None  # the minted API key that pays for it
+
+    @property
+    def key_id(self) -> int | None:
+        return self.key.id if self.key is not None else None
 
     @property
     def agent(self) -> AgentConfig:
@@ -124,7 +128,7 @@ async def prepare_turn(
         stored = await _stored(config, client, engine, user_id, options, key)
     try:
         turn = await _turn(client, config, engine, log, id_prefix, user_id, options, stored, span)
-        return replace(turn, key_id=key.id if key is not None else None)
+        return replace(turn, key=key)
     except BaseException:
         # The turn never reached the call whose recording settles the reservation.
         if stored.reservation is not None:

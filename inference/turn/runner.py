@@ -168,10 +168,11 @@ class TurnRunner:
         return headers
 
     def _bounds(self, turn: Turn) -> TurnBounds:
-        """The turn's bounds; with token caps, each of its model calls after the first is
-        admitted against them with what the turn has spent so far."""
-        caps = turn.setting.options.caps
-        if not caps:
+        """The turn's bounds; with caps on the user or limits on the key, each of its model
+        calls after the first is admitted against them with what the turn has spent so
+        far."""
+        caps, key = turn.setting.options.caps, turn.key
+        if not caps and not (key is not None and key.limited):
             return TurnBounds(self.config.limits)
 
         async def admission(spent: Usage) -> None:
@@ -180,6 +181,7 @@ class TurnRunner:
                 admit_call,
                 turn.user_id,
                 caps,
+                key,
                 turn.reservation,
                 (spent.total_tokens, spent.cost_micro_usd or 0),
                 now,

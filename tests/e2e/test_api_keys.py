@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser import chromium_page, shot
-from tests.fakes.base import FakeUpstream, Reply
+from tests.fakes.base import FakeUpstream, Recorded, Reply
 from tests.polling import wait_for
 from tests.server import PROJECT_DIR, GatewayServer
 
@@ -32,6 +32,9 @@ providers:
 agents:
   - {{name: assistant, provider: openai, model: priced}}
   - {{name: other, provider: openai, model: priced}}
+  - {{name: loop0, provider: openai, model: priced, subagents: [loop1]}}
+  - {{name: loop1, provider: openai, model: priced, subagents: [loop2]}}
+  - {{name: loop2, provider: openai, model: priced}}
 embedders:
   - {{name: embedder, provider: openai, model: priced}}
 pricing:
@@ -224,6 +227,44 @@ def test_a_spent_key_is_refused_before_its_tool_list_is_read(
 
     assert refused.value.code == "insufficient_quota"
     assert fakes["openai"].requests == []
+
+
+@pytest.fixture
+def looping(fakes: dict[str, FakeUpstream]) -> FakeUpstream:
+    """Each model of the loop agents calls its subagent every time it is asked (18 tokens,
+    $0.018, a call)."""
+    fake = fakes["openai"]
+    for level in (1, 2):
+
+        def offers(recorded: Recorded, tool: str = f"loop{level}") -> bool:
+            tools = recorded.body.get("tools") or []
+            return any(offered["function"]["name"] == tool for offered in tools)
+
+        fake.answer_when(offers, Reply.of_tool_calls((f"loop{level}", {"message": "again"})))
+    return fake
+
+
+@pytest.mark.parametrize(
+    ("limits", "code", "calls"),
+    [
+        ({"budget_usd": 0.01}, "insufficient_quota", 1),  # spent $0.018 after the first
+        ({"tpm": 40}, "rate_limit_exceeded", 3),  # 54 tokens after the third
+    ],
+)
+def test_a_keys_limits_hold_for_every_model_call_of_a_turn(
+    server: GatewayServer,
+    looping: FakeUpstream,
+    limits: dict[str, Any],
+    code: str,
+    calls: int,
+) -> None:
+    created = mint(server, **limits)
+
+    with pytest.raises(openai.RateLimitError) as refused:
+        say(sdk(server, created["key"]), model="loop0")
+
+    assert refused.value.code == code
+    assert len(looping.requests) == calls
 
 
 def test_embeddings_are_paid_by_the_key_and_refused_once_its_budget_is_spent(

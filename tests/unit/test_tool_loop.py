@@ -75,7 +75,7 @@ async def provider(openai_fake: OpenAIUpstream) -> AsyncIterator[Connect]:
 
     def connect(bounds: TurnBounds) -> Upstream:
         engine = SimpleNamespace(providers=clients, circuits=Circuits(), rng=random.Random())
-        return Upstream(route, config, engine, bounds.admit)
+        return Upstream(route, config, engine, bounds)
 
     yield connect
     await clients.aclose()
@@ -305,3 +305,48 @@ async def test_every_call_after_the_first_is_admitted_with_what_the_turn_spent(
     assert admitted == [18, 36]  # not before the first call: the request was admitted
     assert (stopped.value.status, stopped.value.retry_after) == (429, 7)
     assert len(openai_fake.requests) == 2
+
+
+async def test_retries_stop_while_the_calls_left_are_needed_for_the_fallback(
+    openai_fake: OpenAIUpstream,
+) -> None:
+    """Ten retries of a failing deployment under a cap of six calls would spend all six on
+    it: the sixth is kept for the fallback, which answers."""
+    openai_fake.answer_when(
+        lambda recorded: recorded.body["model"] == "primary",
+        Reply.of_error(503, {"error": {"message": "overloaded"}}),
+    )
+    config = Config.model_validate(
+        {
+            "providers": {
+                "openai": {
+                    "api_key": "k",
+                    "base_url": fake_base_url(openai_fake),
+                    "retries": {"attempts": 10, "backoff": 0},
+                    "circuit": {"failures": 100},
+                }
+            },
+            "agents": [
+                {
+                    "name": "a",
+                    "provider": "openai",
+                    "model": "primary",
+                    "fallbacks": [{"provider": "openai", "model": "backup"}],
+                }
+            ],
+        }
+    )
+    clients = ProviderClients()
+    bounds = limits(max_model_calls_per_turn=6)
+    engine = SimpleNamespace(providers=clients, circuits=Circuits(), rng=random.Random())
+    upstream = Upstream(route_of(config.agents[0]), config, engine, bounds)
+    try:
+        reply = await ToolLoop(upstream, Toolbox(), bounds=bounds).complete(question())
+    finally:
+        await clients.aclose()
+
+    assert reply.text.startswith("You said")
+    assert [recorded.body["model"] for recorded in openai_fake.requests] == [
+        *["primary"] * 5,
+        "backup",
+    ]
