@@ -222,3 +222,14 @@ class Memory(models.Model):
         indexes = [
             models.Index(fields=["user_id", "agent", "embedder", "id"], name="memories_lookup")
         ]
+
+
+class Erasure(models.Model):
+    """A user erased (``DELETE /admin/users/{id}``): the digest their id became, and when.
+    Work that began before it may not write the user's data back (``inference.erasures``)."""
+
+    digest = models.CharField(max_length=64)
+    erased_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["digest", "erased_at"], name="erasure_lookup")]

@@ -2,12 +2,19 @@
 transaction: conversation history, memories, stored responses, pending tool exchanges
 and budget reservations. What must be kept for the operator's accounts (ledger rows,
 judge scores, request records) stays, under a digest instead of the user id, so totals
-still add up and nothing leads back to the person."""
+still add up and nothing leads back to the person.
 
-import hashlib
+The erasure is recorded, so that work in flight for the user when it ran writes nothing
+of theirs back (``inference.erasures``); on SQLite the write-ahead log is checkpointed
+after it, and deleted rows are overwritten, so the erased text leaves the disk.
+"""
 
-from django.db import transaction
+import logging
 
+from django.db import connection, transaction
+from django.utils import timezone
+
+from inference.erasures import erased_id, record_erasure
 from inference.models import (
     BudgetReservation,
     JudgeRun,
@@ -20,28 +27,50 @@ from inference.models import (
     ToolExchange,
 )
 
-
-def erased_id(user_id: str) -> str:
-    """What a user's id becomes in the rows kept for accounting."""
-    return f"erased-{hashlib.sha256(user_id.encode()).hexdigest()[:24]}"
+logger = logging.getLogger("gateway.ledger")
 
 
 def erase_user(user_id: str) -> dict[str, int]:
     """Remove what is stored about ``user_id``; the counts of what was removed."""
-    with transaction.atomic():
-        history = StoredMessage.objects.filter(user_id=user_id)
-        conversations = history.values("model").distinct().count()
-        messages, _ = history.delete()
-        memories, _ = Memory.objects.filter(user_id=user_id).delete()
-        responses, _ = StoredResponse.objects.filter(user_id=user_id).delete()
-        ToolExchange.objects.filter(user_id=user_id).delete()
-        BudgetReservation.objects.filter(user_id=user_id).delete()
-        digest = erased_id(user_id)
-        for kept in (LedgerEntry, JudgeRun, JudgeScore, RequestRecord):
-            kept.objects.filter(user_id=user_id).update(user_id=digest)
+    sqlite = connection.vendor == "sqlite"
+    if sqlite:
+        _pragma("PRAGMA secure_delete = ON")
+    try:
+        with transaction.atomic():
+            record_erasure(user_id, timezone.now())
+            history = StoredMessage.objects.filter(user_id=user_id)
+            conversations = history.values("model").distinct().count()
+            messages, _ = history.delete()
+            memories, _ = Memory.objects.filter(user_id=user_id).delete()
+            responses, _ = StoredResponse.objects.filter(user_id=user_id).delete()
+            ToolExchange.objects.filter(user_id=user_id).delete()
+            BudgetReservation.objects.filter(user_id=user_id).delete()
+            digest = erased_id(user_id)
+            for kept in (LedgerEntry, JudgeRun, JudgeScore, RequestRecord):
+                kept.objects.filter(user_id=user_id).update(user_id=digest)
+    finally:
+        if sqlite:
+            _pragma("PRAGMA secure_delete = OFF")
+    if sqlite:
+        _checkpoint()
     return {
         "conversations": conversations,
         "messages": messages,
         "memories": memories,
         "responses": responses,
     }
+
+
+def _pragma(statement: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(statement)
+
+
+def _checkpoint() -> None:
+    """Copy the log into the database file and empty it: until then the erased rows'
+    pages, as they were, are still in the log."""
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        busy, _, _ = cursor.fetchone()
+    if busy:
+        logger.warning("the erasure's write-ahead log checkpoint was blocked by a reader")

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from core.requestlog import RequestLog
 from inference.database import insert_rows
+from inference.erasures import erasures_of
 from inference.models import RequestRecord as RequestRecord  # the record, for the admin
 from inference.telemetry.spans import RequestTrace
 from inference.telemetry.tracing import TRACING
@@ -20,14 +21,17 @@ PURGE_EVERY = 600.0  # seconds between two removals of records past their retent
 _last_purge = float("-inf")
 
 
-def request_row(log: RequestLog, spans: list[list[Any]], started: datetime) -> RequestRecord:
-    """The record of a finished request: its log line's fields and its compact spans."""
+def request_row(
+    log: RequestLog, spans: list[list[Any]], started: datetime, user_id: str
+) -> RequestRecord:
+    """The record of a finished request: its log line's fields (``user_id``: the user's,
+    or the digest of one erased since) and its compact spans."""
     cost = log.cost_usd
     return RequestRecord(
         request_id=log.request_id[:64],
         created_at=started,
         path=log.path[:64],
-        user_id=log.user,
+        user_id=user_id,
         model=log.model,
         agent=log.agent,
         experiment=log.experiment,
@@ -51,10 +55,12 @@ def record_requests(finished: Sequence[tuple[RequestLog, RequestTrace]]) -> None
     database thread, where their rows are built too); every ``PURGE_EVERY`` seconds,
     remove the ones past their retention."""
     global _last_purge
+    started = [datetime.fromtimestamp(trace.started_ns / 1e9, UTC) for _, trace in finished]
+    erasures = erasures_of({log.user for log, _ in finished if log.user})
     insert_rows(
         [
-            request_row(log, trace.compact(), datetime.fromtimestamp(trace.started_ns / 1e9, UTC))
-            for log, trace in finished
+            request_row(log, trace.compact(), at, erasures.kept_id(log.user, at))
+            for (log, trace), at in zip(finished, started, strict=True)
         ]
     )
     if time.monotonic() - _last_purge >= PURGE_EVERY:

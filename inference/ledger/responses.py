@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import transaction
+
+from inference.erasures import erasures_of
 from inference.models import StoredResponse
 
 KEPT_FOR = timedelta(days=30)
@@ -40,9 +43,26 @@ def keep_response(
     input_items: list[dict[str, Any]],
     previous_id: str | None,
     now: datetime,
+    started: datetime,
 ) -> None:
-    """Keep a finished response; every ``PURGE_EVERY`` seconds, remove expired ones."""
+    """Keep a finished response (not when its user was erased since the request
+    began at ``started``); every ``PURGE_EVERY`` seconds, remove expired ones."""
     global _last_purge
+    with transaction.atomic():
+        if not erasures_of([user_id]).since(user_id, started):
+            _store(user_id, response, input_items, previous_id, now)
+    if time.monotonic() - _last_purge >= PURGE_EVERY:
+        _last_purge = time.monotonic()
+        StoredResponse.objects.filter(expires_at__lte=now).delete()
+
+
+def _store(
+    user_id: str,
+    response: dict[str, Any],
+    input_items: list[dict[str, Any]],
+    previous_id: str | None,
+    now: datetime,
+) -> None:
     StoredResponse.objects.create(
         response_id=response["id"],
         user_id=user_id,
@@ -52,9 +72,6 @@ def keep_response(
         input_items=input_items,
         response=response,
     )
-    if time.monotonic() - _last_purge >= PURGE_EVERY:
-        _last_purge = time.monotonic()
-        StoredResponse.objects.filter(expires_at__lte=now).delete()
 
 
 def stored_response(user_id: str, response_id: str, now: datetime) -> StoredResponse:

@@ -1,6 +1,7 @@
 """Texts into vectors with a configured embedder (docs/embeddings.md): through routing,
 like any model call (retries, circuit breakers, an ``embeddings`` span), and priced."""
 
+from datetime import datetime
 from typing import Literal
 
 from agents.schema import Config, EmbedderConfig
@@ -30,10 +31,15 @@ async def embed(
 
 
 def embedding_charge(
-    user_id: str, agent: str, embedder: EmbedderConfig, usage: Usage, call_id: str
+    user_id: str,
+    agent: str,
+    embedder: EmbedderConfig,
+    usage: Usage,
+    call_id: str,
+    started_at: datetime | None = None,
 ) -> Charge:
     """An embedding call made for an agent's memory: charged to the agent, outside the
-    user's budget."""
+    user's budget. ``started_at``: when the work it is part of began."""
     return Charge(
         kind="memory",
         user_id=user_id,
@@ -41,4 +47,5 @@ def embedding_charge(
         call_id=call_id,
         usage=usage,
         answered_by=Answerer(embedder.provider, embedder.model),
+        started_at=started_at,
     )

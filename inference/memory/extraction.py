@@ -5,6 +5,7 @@ facts of the exchange, and those the user's memories do not already hold are kep
 import json
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -13,6 +14,7 @@ from django.utils import timezone
 from agents.schema import AgentConfig, Config
 from inference.database import in_database, lock_until_commit
 from inference.engine import Engine
+from inference.erasures import erasures_of
 from inference.memory.embedding import embed, embedding_charge
 from inference.memory.recall import logged_failure
 from inference.memory.store import add_memories, shelf
@@ -55,6 +57,7 @@ class TurnToLearn:
     agent: AgentConfig  # the agent whose memory it is
     user_text: str
     reply: str
+    started_at: datetime  # when the turn began (a user erased since is not learned about)
 
 
 async def extract_memories(
@@ -88,7 +91,12 @@ async def _extract(exchange: TurnToLearn, config: Config, engine: Engine, parent
         return
     embedded = await embed(config, engine, embedder, facts, span=parent)
     charge = embedding_charge(
-        exchange.user_id, exchange.agent.name, embedder, embedded.usage, exchange.completion_id
+        exchange.user_id,
+        exchange.agent.name,
+        embedder,
+        embedded.usage,
+        exchange.completion_id,
+        exchange.started_at,
     )
     engine.writer.queue(settle, charge).add_done_callback(logged_failure)
     kept = await in_database(
@@ -138,6 +146,8 @@ def _keep_novel(
     kept before it; under a lock per user, so two extractions cannot both keep one fact."""
     with transaction.atomic():
         lock_until_commit(f"memory:{exchange.user_id}")
+        if erasures_of([exchange.user_id]).since(exchange.user_id, exchange.started_at):
+            return 0
         held = shelf(exchange.user_id, exchange.agent.name, embedder)
         novel: list[tuple[str, tuple[float, ...]]] = []
         for text, vector in facts:
@@ -172,4 +182,5 @@ def _charge(exchange: TurnToLearn, usage: Usage, answered_by: Answerer | None) -
         call_id=exchange.completion_id,
         usage=usage,
         answered_by=answered_by,
+        started_at=exchange.started_at,
     )

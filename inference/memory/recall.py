@@ -7,6 +7,8 @@ import logging
 import uuid
 from dataclasses import dataclass
 
+from django.utils import timezone
+
 from agents.schema import AgentConfig, Config
 from inference.database import in_database
 from inference.engine import Engine
@@ -47,6 +49,7 @@ async def recall(
     embedder = config.embedder(memory.embedder) if memory is not None else None
     if memory is None or embedder is None or not text.strip():
         return Recall()
+    started = timezone.now()
     try:
         held = await in_database(shelf, user_id, agent.name, embedder.name)
         if not held.ids:
@@ -56,7 +59,7 @@ async def recall(
         logger.exception("could not recall the memories of %s for %s", agent.name, user_id)
         return Recall()
     charge = embedding_charge(
-        user_id, agent.name, embedder, embedded.usage, f"recall-{uuid.uuid4().hex}"
+        user_id, agent.name, embedder, embedded.usage, f"recall-{uuid.uuid4().hex}", started
     )
     engine.writer.queue(settle, charge).add_done_callback(logged_failure)
     facts: list[str] = []

@@ -16,6 +16,7 @@ from typing import Literal
 from django.utils import timezone
 
 from inference.database import insert_rows
+from inference.erasures import Erasures, erasures_of
 from inference.models import BudgetReservation, LedgerEntry
 from inference.neutral.calls import Answerer
 from inference.neutral.types import Usage
@@ -40,21 +41,27 @@ class Charge:
     key_id: int | None = None  # the minted API key that pays
     reservation: int | None = None  # the budget reservation the row replaces
     created_at: datetime | None = None  # None: now
+    # When the work it pays for began: a user erased since is billed under the digest.
+    started_at: datetime | None = None
 
 
-def settle(charges: Sequence[Charge]) -> None:
-    """Write the charges' ledger rows and drop the reservations they replace."""
+def settle(charges: Sequence[Charge], erasures: Erasures | None = None) -> None:
+    """Write the charges' ledger rows and drop the reservations they replace.
+    ``erasures``: of the charges' users, when the caller has them already."""
     now = timezone.now()
-    insert_rows([_row(charge, now) for charge in charges])
+    if erasures is None:
+        erasures = erasures_of({charge.user_id for charge in charges if charge.started_at})
+    insert_rows([_row(charge, now, erasures) for charge in charges])
     reservations = [charge.reservation for charge in charges if charge.reservation is not None]
     if reservations:
         BudgetReservation.objects.filter(id__in=reservations).delete()
 
 
-def _row(charge: Charge, now: datetime) -> LedgerEntry:
+def _row(charge: Charge, now: datetime, erasures: Erasures) -> LedgerEntry:
     usage = charge.usage
+    started = charge.started_at
     return LedgerEntry(
-        user_id=charge.user_id,
+        user_id=erasures.kept_id(charge.user_id, started) if started else charge.user_id,
         agent=charge.agent,
         experiment=charge.experiment,
         variant=charge.variant,

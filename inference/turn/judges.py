@@ -13,6 +13,7 @@ import json
 import logging
 import random
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -22,6 +23,7 @@ from core.logformat import log_event
 from core.metrics import observe_judge_scores
 from inference.database import in_database
 from inference.engine import Engine
+from inference.erasures import erasures_of
 from inference.models import JudgeRun, JudgeScore
 from inference.money.settlement import Charge, settle
 from inference.neutral.calls import Answerer
@@ -59,6 +61,7 @@ class JudgedReply:
     variant: str
     user_text: str
     reply: str
+    started_at: datetime  # when the judged turn began (its user erased since: a digest)
 
 
 def sampled_judges(
@@ -172,18 +175,19 @@ def record_verdict(
     answered_by: Answerer | None,
 ) -> None:
     """The judge's run, its scores, and what it spent (charged to the judged agent)."""
-    common = {
-        "completion_id": subject.completion_id,
-        "user_id": subject.user_id,
-        "agent": subject.agent,
-        "experiment": subject.experiment,
-        "variant": subject.variant,
-        "judge": judge.name,
-        "judge_model": judge.model,
-    }
     with transaction.atomic():
+        erasures = erasures_of([subject.user_id])
+        common = {
+            "completion_id": subject.completion_id,
+            "user_id": erasures.kept_id(subject.user_id, subject.started_at),
+            "agent": subject.agent,
+            "experiment": subject.experiment,
+            "variant": subject.variant,
+            "judge": judge.name,
+            "judge_model": judge.model,
+        }
         if spent.total_tokens:
-            settle([_charge(subject, spent, answered_by)])
+            settle([_charge(subject, spent, answered_by)], erasures)
         run = JudgeRun.objects.create(
             **common, status="ok" if verdict is not None else "failed", error=error
         )
@@ -213,4 +217,5 @@ def _charge(subject: JudgedReply, spent: Usage, answered_by: Answerer | None) ->
         answered_by=answered_by,
         experiment=subject.experiment,
         variant=subject.variant,
+        started_at=subject.started_at,
     )

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 
@@ -90,6 +90,8 @@ class Turn:
     include_usage: bool
     reservation: int | None = None  # settled by the turn's ledger row
     key: KeyGrant | None = None  # the minted API key that pays for it
+    # When the request's work began (an erasure of the user since drops what it writes).
+    started_at: datetime = field(default_factory=timezone.now)
 
     @property
     def key_id(self) -> int | None:
@@ -115,6 +117,7 @@ async def prepare_turn(
     span: Span = NO_SPAN,
 ) -> Turn:
     """``span``: the request's server span (the recall of memories is under it)."""
+    started_at = timezone.now()
     user_id = resolve_user_id(client.claims, config, key)
     log.user, log.model = user_id, client.model
     if key is not None:
@@ -128,7 +131,7 @@ async def prepare_turn(
         stored = await _stored(config, client, engine, user_id, options, key)
     try:
         turn = await _turn(client, config, engine, log, id_prefix, user_id, options, stored, span)
-        return replace(turn, key=key)
+        return replace(turn, key=key, started_at=started_at)
     except BaseException:
         # The turn never reached the call whose recording settles the reservation.
         if stored.reservation is not None:

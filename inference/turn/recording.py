@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from inference.erasures import erasures_of
 from inference.ledger.history import history_rows, store_history
 from inference.models import ToolExchange
 from inference.money.settlement import Charge, settle
@@ -48,8 +49,15 @@ class TurnRecord:
 
 
 def record_turns(records: Sequence[TurnRecord]) -> None:
-    """Write ``records`` (the writer holds the transaction)."""
-    settle([_charge(record) for record in records])
+    """Write ``records`` (the writer holds the transaction). A turn whose user was erased
+    while it ran is billed under the digest and leaves nothing else."""
+    erasures = erasures_of({record.turn.user_id for record in records})
+    settle([_charge(record) for record in records], erasures)
+    records = [
+        record
+        for record in records
+        if not erasures.since(record.turn.user_id, record.turn.started_at)
+    ]
     history = [
         row
         for record in records
@@ -90,4 +98,5 @@ def _charge(record: TurnRecord) -> Charge:
         key_id=turn.key_id,
         reservation=turn.reservation,
         created_at=record.now,
+        started_at=turn.started_at,
     )

@@ -252,6 +252,7 @@ class TurnRunner:
                 variant=routing.variant,
                 user_text=turn.user_text,
                 reply=answer.text,
+                started_at=turn.started_at,
             )
             work += [
                 (f"judge {judge.name}", partial(judge_reply, judge, subject, config, engine, span))
@@ -264,7 +265,12 @@ class TurnRunner:
         memory = turn.agent.memory
         if memory is not None and memory.extractor and turn.remembers and answer.text:
             exchange = TurnToLearn(
-                turn.completion_id, turn.user_id, turn.agent, turn.user_text, answer.text
+                turn.completion_id,
+                turn.user_id,
+                turn.agent,
+                turn.user_text,
+                answer.text,
+                turn.started_at,
             )
             work.append(("remember", partial(extract_memories, exchange, config, engine, span)))
         if loop.exchange is not None:

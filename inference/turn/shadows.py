@@ -75,6 +75,7 @@ async def _shadow(
         variant=agent.name,
         user_text=turn.user_text,
         reply=answer.text,
+        started_at=turn.started_at,
     )
     for judge in sampled_judges(config, agent.judges, engine.rng):
         await judge_reply(judge, subject, config, engine, span)
@@ -95,6 +96,7 @@ async def _charge(
         answered_by=answered_by,
         experiment=turn.routing.experiment,
         variant=agent.name,
+        started_at=turn.started_at,
     )
     await in_database(settle, [charge])
 

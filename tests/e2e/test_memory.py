@@ -6,6 +6,7 @@ alone; the admin lists, adds and deletes memories and erases a user."""
 import json
 import sqlite3
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -314,3 +315,80 @@ def test_two_processes_on_postgresql_share_memories(
     finally:
         first.stop()
         second.stop()
+
+
+def rows_of(server: GatewayServer, user: str) -> dict[str, int]:
+    """How many rows of each table name ``user``."""
+    tables = ("storedmessage", "memory", "storedresponse", "ledgerentry", "judgerun")
+    with sqlite3.connect(Path(server.workdir) / "gateway.sqlite3") as database:
+        return {
+            table: database.execute(
+                f"SELECT COUNT(*) FROM inference_{table} WHERE user_id = ?", (user,)
+            ).fetchone()[0]
+            for table in tables
+        }
+
+
+def test_an_erasure_wins_over_the_users_work_in_flight(
+    server: GatewayServer, fake: FakeUpstream, user_id: str
+) -> None:
+    """Erased while a stream, a stored Responses call and (after the stream) a memory
+    extraction are under way: they finish for the client, and write nothing of the user
+    back but ledger rows under the digest."""
+    fake.answer_when(
+        is_extractor, Reply.of_text(json.dumps({"facts": ["Owns a red kayak."]}), delay=1.5)
+    )
+    extractions = server.log().count("facts for keeper")
+    fake.script(
+        Reply.of_chunks("I ", "hear ", "you ", "own ", "a ", "kayak.", chunk_delay=0.3),
+        Reply.of_text("Noted.", delay=1.5),
+    )
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0)
+    stream = client.chat.completions.create(
+        model="keeper",
+        messages=[{"role": "user", "content": "I own a red kayak."}],
+        user=user_id,
+        stream=True,
+    )
+    first = next(iter(stream))
+    with ThreadPoolExecutor(1) as pool:
+        stored = pool.submit(client.responses.create, model="keeper", input="Hi.", user=user_id)
+        wait_for(lambda: len(keeper_calls(fake)) == 2, "the Responses call upstream")
+        erased = httpx.delete(f"{server.url}/admin/users/{user_id}", headers=JSON, timeout=10)
+        assert erased.status_code == 200, erased.text
+        text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+        response = stored.result(timeout=30)
+    assert first.choices[0].delta.role == "assistant"
+    assert text == "I hear you own a kayak."
+    assert response.output_text == "Noted."
+
+    wait_for(lambda: server.log().count("facts for keeper") > extractions, "the extraction")
+    assert rows_of(server, user_id) == dict.fromkeys(rows_of(server, user_id), 0)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(response.id, extra_headers={"X-User-Id": user_id})
+    with sqlite3.connect(Path(server.workdir) / "gateway.sqlite3") as database:
+        (digested,) = database.execute(
+            "SELECT COUNT(*) FROM inference_ledgerentry WHERE user_id LIKE 'erased-%' "
+            "AND completion_id LIKE 'chatcmpl-%'"
+        ).fetchone()
+    assert digested >= 1
+    ask(server, user_id, "What do I own?")
+    assert HEADING not in system_of(keeper_calls(fake)[-1])
+
+
+def test_an_erasure_leaves_no_text_of_the_user_on_disk(
+    server: GatewayServer, fake: FakeUpstream, user_id: str
+) -> None:
+    """SQLite keeps deleted rows in the write-ahead log and in free pages until they are
+    overwritten: the erasure overwrites them and checkpoints the log."""
+    marker = f"Zebra-{user_id}-crossing"
+    extracts(fake, f"Likes the {marker}.")
+    ask(server, user_id, f"I like the {marker}.")
+    wait_for(lambda: memories(server, user_id), "the extracted fact")
+    files = [Path(server.workdir) / name for name in ("gateway.sqlite3", "gateway.sqlite3-wal")]
+    assert any(marker.encode() in path.read_bytes() for path in files if path.exists())
+
+    erased = httpx.delete(f"{server.url}/admin/users/{user_id}", headers=JSON, timeout=10)
+
+    assert erased.status_code == 200, erased.text
+    assert not any(marker.encode() in path.read_bytes() for path in files if path.exists())

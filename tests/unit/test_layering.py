@@ -56,11 +56,12 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         "status": (),
         "background": (),
         "database": (),
+        "erasures": ("models",),
         "providers": ("neutral",),
         "telemetry": ("neutral",),
         "structured": ("neutral",),
-        "money": ("database", "models", "neutral", "providers"),
-        "ledger": ("database", "models", "money", "neutral", "telemetry"),
+        "money": ("database", "erasures", "models", "neutral", "providers"),
+        "ledger": ("database", "erasures", "models", "money", "neutral", "telemetry"),
         "routing": ("models", "money", "neutral", "providers", "status", "telemetry"),
         "tools": (
             "database",
@@ -77,6 +78,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         "memory": (
             "database",
             "engine",
+            "erasures",
             "models",
             "money",
             "neutral",
@@ -89,6 +91,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         "turn": (
             "database",
             "engine",
+            "erasures",
             "ledger",
             "memory",
             "models",

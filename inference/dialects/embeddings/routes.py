@@ -76,6 +76,7 @@ async def create_embeddings(request: InferenceRequest, payload: EmbeddingsIn) ->
             key_id=key.id if key is not None else None,
             reservation=reservation,
             created_at=now,
+            started_at=now,
         )
 
     try:

@@ -3,6 +3,7 @@ chat completions, and the routes of stored responses, each for its own user only
 
 import logging
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.http import HttpResponse, HttpResponseBase
@@ -35,6 +36,7 @@ MAX_PAGE = 100
 
 @api.post("/v1/responses")
 async def create_response(request: InferenceRequest, payload: ResponsesIn) -> HttpResponseBase:
+    started = timezone.now()
     claims = Claims(
         payload.safety_identifier,
         payload.user,
@@ -58,7 +60,7 @@ async def create_response(request: InferenceRequest, payload: ResponsesIn) -> Ht
     read = from_responses(
         payload, claims.header_user, claims.bound_user, earlier, limits_of(request).max_tools
     )
-    keep = _keeper(user_id, read, previous) if payload.store is not False else None
+    keep = _keeper(user_id, read, previous, started) if payload.store is not False else None
     reply = ResponsesReply(echo(payload), read.namespaces, keep)
     return await serve(request, read.client, reply, id_prefix="resp_")
 
@@ -124,14 +126,21 @@ async def _found[R](function: Callable[..., R], user_id: str, response_id: str, 
     return result
 
 
-def _keeper(user_id: str, read: ResponsesRequest, previous: str | None) -> Keep:
-    """Stores a completed response for its user. A failure is logged, never raised: the
-    answer is already made and billed; only its later retrieval fails."""
+def _keeper(user_id: str, read: ResponsesRequest, previous: str | None, started: datetime) -> Keep:
+    """Stores a completed response for its user (unless erased since the request began,
+    ``started``). A failure is logged, never raised: the answer is already made and
+    billed; only its later retrieval fails."""
 
     async def keep(response: dict[str, Any]) -> None:
         try:
             await in_database(
-                keep_response, user_id, response, read.input_items, previous, timezone.now()
+                keep_response,
+                user_id,
+                response,
+                read.input_items,
+                previous,
+                timezone.now(),
+                started,
             )
         except Exception:
             logger.exception("could not store response %s", response.get("id"))
