@@ -62,7 +62,7 @@ class Runtime:
 
         config = self.holder.config
         if config is None:
-            raise CannotRemember("no config is loaded")
+            raise CannotRemember("agent", "no config is loaded")
         return await add_by_hand(config, self.engine, user_id, agent, text)
 
     def deployment_status(self) -> list[DeploymentStatus]:

@@ -94,7 +94,7 @@ async def create_memory(request: AdminRequest, payload: SkipValidation[MemoryIn]
     try:
         stored = await request.runtime.remember(user, agent, text)
     except CannotRemember as error:
-        raise AdminError(422, f"agent: {error}", "invalid") from error
+        raise AdminError(422, f"{error.field}: {error}", "invalid") from error
     except EmbeddingFailed as error:
         raise AdminError(502, f"The embedder failed: {error}", "upstream_error") from error
     if is_html(request):

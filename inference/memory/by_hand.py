@@ -10,14 +10,19 @@ from inference.database import in_database
 from inference.engine import Engine
 from inference.memory.embedding import embed, embedding_charge
 from inference.memory.recall import logged_failure
-from inference.memory.store import add_memories
+from inference.memory.store import MAX_MEMORY_CHARACTERS, add_memories, memory_line
 from inference.models import Memory
 from inference.money.settlement import settle
 from inference.providers.base import ProviderError
 
 
 class CannotRemember(ValueError):
-    """The agent does not exist or keeps no memory."""
+    """The agent does not exist or keeps no memory, or the text is no memory: ``field``
+    says which."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class EmbeddingFailed(RuntimeError):
@@ -27,15 +32,23 @@ class EmbeddingFailed(RuntimeError):
 async def add_by_hand(
     config: Config, engine: Engine, user_id: str, agent_name: str, text: str
 ) -> Memory:
-    """Store ``text`` as a memory of ``agent_name`` about ``user_id``."""
+    """Store ``text`` (as one line: ``memory_line``) as a memory of ``agent_name`` about
+    ``user_id``."""
+    line = memory_line(text)
+    if line is None:
+        raise CannotRemember(
+            "text", f"a memory is one line of 1 to {MAX_MEMORY_CHARACTERS} characters of text"
+        )
     agent = config.agent(agent_name)
     if agent is None or agent.memory is None:
-        raise CannotRemember(f"agent '{agent_name}' does not exist or has no memory section")
+        raise CannotRemember(
+            "agent", f"agent '{agent_name}' does not exist or has no memory section"
+        )
     embedder = config.embedder(agent.memory.embedder)
     if embedder is None:
-        raise CannotRemember(f"embedder '{agent.memory.embedder}' is not defined")
+        raise CannotRemember("agent", f"embedder '{agent.memory.embedder}' is not defined")
     try:
-        embedded = await embed(config, engine, embedder, [text])
+        embedded = await embed(config, engine, embedder, [line])
     except ProviderError as error:
         raise EmbeddingFailed(error.message) from error
     now = timezone.now()
@@ -44,6 +57,6 @@ async def add_by_hand(
     )
     engine.writer.queue(settle, charge).add_done_callback(logged_failure)
     (stored,) = await in_database(
-        add_memories, user_id, agent.name, embedder.name, [(text, embedded.vectors[0])], "", now
+        add_memories, user_id, agent.name, embedder.name, [(line, embedded.vectors[0])], "", now
     )
     return stored

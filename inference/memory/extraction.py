@@ -17,11 +17,12 @@ from inference.engine import Engine
 from inference.erasures import erasures_of
 from inference.memory.embedding import embed, embedding_charge
 from inference.memory.recall import logged_failure
-from inference.memory.store import add_memories, shelf
+from inference.memory.store import add_memories, memory_line, shelf
 from inference.money.settlement import Charge, settle
 from inference.neutral.calls import Answerer
 from inference.neutral.types import ChatRequest, Message, ResponseFormat, Usage
 from inference.routing.deployments import route_of
+from inference.structured.exchange import quoted_exchange
 from inference.structured.instruction import structured_output_instruction
 from inference.telemetry.spans import NO_SPAN, Span
 from inference.tools.bounds import TurnBounds
@@ -115,10 +116,7 @@ def _request(extractor: AgentConfig, exchange: TurnToLearn) -> ChatRequest:
         for part in (extractor.preamble, INSTRUCTION, structured_output_instruction(FACTS))
         if part.strip()
     )
-    conversation = (
-        f"The user wrote:\n<<<\n{exchange.user_text}\n>>>\n\n"
-        f"The assistant replied:\n<<<\n{exchange.reply}\n>>>"
-    )
+    conversation = quoted_exchange(exchange.user_text, exchange.reply)
     return ChatRequest(
         model=extractor.model,
         system=system,
@@ -134,9 +132,8 @@ def _facts(text: str) -> list[str]:
         value = value.get("facts")
     if not isinstance(value, list):
         return []
-    return list(
-        dict.fromkeys(fact.strip() for fact in value if isinstance(fact, str) and fact.strip())
-    )
+    lines = (memory_line(fact) for fact in value if isinstance(fact, str))
+    return list(dict.fromkeys(line for line in lines if line is not None))
 
 
 def _keep_novel(

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 CACHE_BYTES = 64 * 1024 * 1024  # of vectors held in process, over all users
+MAX_MEMORY_CHARACTERS = 500  # of one memory: a longer "fact" is not kept
 type Vector = Sequence[float] | np.ndarray
 
 
@@ -80,6 +81,14 @@ def shelf(user_id: str, agent: str, embedder: str) -> Shelf:
                 break
             _shelves.popitem(last=False)
     return loaded
+
+
+def memory_line(text: str) -> str | None:
+    """A memory as it is kept: one line of plain text (white space, newlines included,
+    collapsed), at most ``MAX_MEMORY_CHARACTERS`` (None: nothing to keep). Memories
+    reach later system prompts: a fact may not bring structure of its own there."""
+    line = " ".join(text.split())
+    return line if 0 < len(line) <= MAX_MEMORY_CHARACTERS else None
 
 
 def add_memories(

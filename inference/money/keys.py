@@ -15,12 +15,14 @@ These functions are synchronous ORM code, run in a worker thread.
 import hashlib
 import math
 import secrets
+import unicodedata
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from django.db.models import Count, Q, Sum
-from pydantic import BaseModel, ConfigDict, Field
+from django.utils import timezone
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from inference.models import ApiKey as ApiKey  # the record, for the admin
 from inference.models import BudgetReservation, LedgerEntry
@@ -47,6 +49,23 @@ class KeySpec(BaseModel):
     tpm: int | None = Field(default=None, ge=1)
     agents: list[str] | None = Field(default=None, min_length=1)
     expires_at: datetime | None = None
+
+    @field_validator("user")
+    @classmethod
+    def _printable(cls, user: str) -> str:
+        """The user id is the requests' user: no control characters (a NUL, a newline)."""
+        if any(unicodedata.category(character) == "Cc" for character in user):
+            raise ValueError("must not contain control characters")
+        return user
+
+    @field_validator("expires_at")
+    @classmethod
+    def _ahead(cls, expires_at: datetime | None) -> datetime | None:
+        if expires_at is not None:
+            moment = expires_at if expires_at.tzinfo else expires_at.replace(tzinfo=UTC)
+            if moment <= timezone.now():
+                raise ValueError("must be in the future (a key that expired is of no use)")
+        return expires_at
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from inference.neutral.calls import Answerer
 from inference.neutral.types import ChatRequest, Message, ResponseFormat, Usage
 from inference.providers.base import ProviderError
 from inference.routing.deployments import route_of
+from inference.structured.exchange import quoted_exchange
 from inference.structured.instruction import structured_output_instruction
 from inference.telemetry.genai import agent_attributes, judged_attributes, usage_attributes
 from inference.telemetry.spans import NO_SPAN, Span
@@ -91,10 +92,7 @@ def judge_request(judge: JudgeConfig, subject: JudgedReply) -> ChatRequest:
         "give an integer score from 0 (worst) to 10 (best) and one sentence of reasoning.\n\n"
         f"Criteria:\n{rubric}\n\n{structured_output_instruction(response_format)}"
     )
-    conversation = (
-        f"The user wrote:\n<<<\n{subject.user_text}\n>>>\n\n"
-        f"The assistant replied:\n<<<\n{subject.reply}\n>>>"
-    )
+    conversation = quoted_exchange(subject.user_text, subject.reply)
     return ChatRequest(
         model=judge.model,
         system=system,

@@ -423,13 +423,24 @@ def _refused(server: GatewayServer, key: str) -> bool:
     return False
 
 
-def test_an_invalid_key_request_is_422_and_mints_nothing(server: GatewayServer) -> None:
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"rpm": 0}, "rpm"),
+        ({"user": "ada\u0000lovelace"}, "user"),
+        ({"user": "ada\nlovelace"}, "user"),
+        ({"expires_at": "2020-01-01T00:00:00Z"}, "expires_at"),
+    ],
+)
+def test_an_invalid_key_request_is_422_and_mints_nothing(
+    server: GatewayServer, fields: dict[str, Any], field: str
+) -> None:
     before = httpx.get(f"{server.url}/admin/keys", headers=JSON, timeout=10).json()["data"]
     response = httpx.post(
-        f"{server.url}/admin/keys", json={"name": "x", "user": "u", "rpm": 0}, timeout=10
+        f"{server.url}/admin/keys", json={"name": "x", "user": "u", **fields}, timeout=10
     )
     assert response.status_code == 422
-    assert "rpm" in response.text
+    assert field in response.text
     assert httpx.get(f"{server.url}/admin/keys", headers=JSON, timeout=10).json()["data"] == before
 
 
