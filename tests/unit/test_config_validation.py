@@ -457,6 +457,16 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         ),
         "embedders[1].name: duplicate name 'embed'",
     ),
+    (
+        "max_tools below 1",
+        _set("limits", {"max_tools": 0}),
+        "limits.max_tools: input should be greater than or equal to 1",
+    ),
+    (
+        "max_tools not an integer",
+        _set("limits", {"max_tools": 2.5}),
+        "limits.max_tools: input should be a valid integer, got a number with a fractional part",
+    ),
 ]
 
 
