@@ -27,10 +27,18 @@ def openai_error(error: ApiError) -> tuple[int, dict[str, Any]]:
     return error.status, body
 
 
+# Statuses no retry can change: clients (the Anthropic and OpenAI SDKs, Claude Code) are
+# told so, or some retry a 401 silently for minutes.
+_FINAL_STATUSES = frozenset({400, 401, 403, 404, 413, 422})
+
+
 def error_response(error: ApiError, shape: ErrorShape) -> HttpResponse:
-    """The response of ``error`` in ``shape``, with the headers the error carries."""
+    """The response of ``error`` in ``shape``, with the headers the error carries, and
+    ``x-should-retry: false`` where retrying cannot help."""
     status, body = shape(error)
     response = HttpResponse(json.dumps(body), status=status, content_type="application/json")
     for name, value in error.headers.items():
         response[name] = value
+    if status in _FINAL_STATUSES:
+        response["x-should-retry"] = "false"
     return response

@@ -3,6 +3,7 @@ finishes a task that needs a shell command, against an agent on a fake upstream.
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,19 +12,20 @@ import pytest
 from tests.fakes.base import FakeUpstream, Recorded, Reply
 from tests.server import GatewayServer
 from tests.services import NODE_CLIENTS
+from tests.upstreams import shared_config
 
 pytestmark = [pytest.mark.clients, pytest.mark.node]
 MARK = "hello-from-the-shell"
 
 
 def run_cli(
-    command: list[str], home: Path, env: dict[str, str]
+    command: list[str], home: Path, env: dict[str, str], timeout: float = 110
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         command,
         capture_output=True,
         text=True,
-        timeout=110,
+        timeout=timeout,
         check=False,
         cwd=home,
         env={"PATH": f"{NODE_CLIENTS}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home), **env},
@@ -135,3 +137,38 @@ def test_claude_code_runs_a_command_the_model_asked_for(
         if block.get("type") == "tool_result"
     ]
     assert any(MARK in json.dumps(content) for content in results), results
+
+
+@pytest.fixture(scope="module")
+def keyed(
+    tmp_path_factory: pytest.TempPathFactory, upstreams: dict[str, FakeUpstream]
+) -> Iterator[GatewayServer]:
+    """A gateway that takes minted API keys only."""
+    config = "auth: {proxy: {api_keys: true}}\n" + shared_config(upstreams)
+    server = GatewayServer(tmp_path_factory.mktemp("keyed"), config).start()
+    yield server
+    server.stop()
+
+
+def test_claude_code_with_a_wrong_key_stops_at_once(
+    keyed: GatewayServer, fakes: dict[str, FakeUpstream], tmp_path: Path
+) -> None:
+    """Claude Code retries every 401 that does not say ``x-should-retry: false``: about
+    ten silent retries, minutes without a word."""
+    env = {
+        "ANTHROPIC_BASE_URL": keyed.url,
+        "ANTHROPIC_API_KEY": "sk-gw-revoked000000000000000000000000000000000",
+        "ANTHROPIC_MODEL": "anthropic-agent",
+        "ANTHROPIC_SMALL_FAST_MODEL": "anthropic-agent",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }
+
+    result = run_cli(["claude", "-p", "Hello."], tmp_path, env, timeout=60)
+
+    assert result.returncode != 0
+    assert (
+        "401" in result.stdout + result.stderr
+        or "authenticat" in (result.stdout + result.stderr).lower()
+    )
+    assert fakes["anthropic"].requests == []

@@ -156,6 +156,29 @@ def test_unknown_route_is_404(gateway: GatewayServer) -> None:
     )
 
 
+def test_a_4xx_no_retry_can_fix_says_so_and_others_do_not(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream
+) -> None:
+    """``x-should-retry: false``, which the OpenAI and Anthropic SDKs and Claude Code
+    honour, on 400, 404 and 413 (401 and 403: see the key tests), never on 429 or 5xx."""
+    final = [
+        post(gateway, {"model": "openai-agent"}),
+        httpx.get(f"{gateway.url}/v1/models/nope"),
+        httpx.post(f"{gateway.url}/v1/messages", json={"model": "nope"}),
+        httpx.post(
+            f"{gateway.url}/v1/chat/completions",
+            content=b"x" * 11 * 1024 * 1024,
+            headers={"Content-Type": "application/json"},
+        ),
+    ]
+    assert [response.status_code for response in final] == [400, 404, 400, 413]
+    assert {response.headers.get("x-should-retry") for response in final} == {"false"}
+    openai_fake.script(Reply.of_error(429, "Rate limit reached"), Reply.of_error(500, "boom"))
+    retryable = [post(gateway, chat()), post(gateway, chat())]
+    assert [response.status_code for response in retryable] == [429, 502]
+    assert {response.headers.get("x-should-retry") for response in retryable} == {None}
+
+
 def test_wrong_method_is_405(gateway: GatewayServer) -> None:
     response = httpx.get(f"{gateway.url}/v1/chat/completions")
     assert_error(response, 405, "invalid_request_error", None)
