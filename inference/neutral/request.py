@@ -25,6 +25,8 @@ class Claims:
     user: str | None = None
     header_user: str | None = None  # X-User-Id, for clients that cannot set body fields
     bound_user: str | None = None  # the authenticated principal, with auth.proxy.bind_user
+    # A user the client names on its own, after X-User-Id (Messages' metadata.user_id).
+    client_label: str | None = None
 
 
 @dataclass(frozen=True)

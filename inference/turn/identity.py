@@ -1,7 +1,9 @@
 """Who the request is for: an API key's user (a request that names another user is
 refused), else the authenticated principal when ``auth.proxy.bind_user`` is on (nothing
 the client sends can override it), else ``safety_identifier``, else ``user``, else the
-``X-User-Id`` header, else the config's ``default_user_id``."""
+``X-User-Id`` header, else a user the client labels on its own (``metadata.user_id`` of
+``/v1/messages``, which Claude Code fills by itself), else the config's
+``default_user_id``."""
 
 from agents.schema import Config
 from inference.money.keys import KeyGrant
@@ -33,6 +35,7 @@ def resolve_user_id(claims: Claims, config: Config, key: KeyGrant | None = None)
         ("safety_identifier", claims.safety_identifier),
         ("user", claims.user),
         ("X-User-Id", claims.header_user),
+        ("metadata.user_id", claims.client_label),
         ("default_user_id", config.default_user_id),
     ):
         if candidate is not None and candidate.strip():

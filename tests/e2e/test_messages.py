@@ -428,3 +428,45 @@ def test_stop_sequence_is_told_only_where_the_upstream_says_so(
     sent = fakes[kind].last.body
     top_k = {"anthropic": ("top_k", 5), "cohere": ("k", 5), "openai": ("top_k", None)}[kind]
     assert sent.get(top_k[0]) == top_k[1]
+
+
+def stored_users(gateway: GatewayServer, *users: str) -> dict[str, int]:
+    """How many history messages each of ``users`` has."""
+    return {
+        user: len(
+            httpx.get(
+                f"{gateway.url}/admin/conversations",
+                params={"user": user},
+                headers={"Accept": "application/json"},
+                timeout=10,
+            ).json()["data"]
+        )
+        for user in users
+    }
+
+
+def test_x_user_id_names_the_user_before_claude_codes_own_metadata(
+    gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    """Claude Code fills ``metadata.user_id`` with its session's JSON; an operator's
+    ``X-User-Id`` (``ANTHROPIC_CUSTOM_HEADERS``) names the user over it, and without it the
+    JSON means its account, else its device, so sessions are one user."""
+    session = {"device_id": f"dev-{user_id}", "account_uuid": "", "session_id": "s-1"}
+    headed = anthropic.Anthropic(
+        base_url=gateway.url,
+        api_key="any-key",
+        max_retries=0,
+        default_headers={"X-User-Id": f"ada-{user_id}"},
+    )
+    headed.messages.create(model="anthropic-agent", **ask(json.dumps(session)))
+    plain = anthropic.Anthropic(base_url=gateway.url, api_key="any-key", max_retries=0)
+    for session_id in ("s-2", "s-3"):
+        plain.messages.create(
+            model="anthropic-agent", **ask(json.dumps({**session, "session_id": session_id}))
+        )
+    account = {**session, "account_uuid": f"acct-{user_id}"}
+    plain.messages.create(model="anthropic-agent", **ask(json.dumps(account)))
+
+    assert stored_users(
+        gateway, f"ada-{user_id}", f"dev-{user_id}", f"acct-{user_id}", json.dumps(session)
+    ) == {f"ada-{user_id}": 2, f"dev-{user_id}": 4, f"acct-{user_id}": 2, json.dumps(session): 0}

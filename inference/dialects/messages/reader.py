@@ -37,27 +37,25 @@ def from_messages(
     header_user: str | None = None,
     bound_user: str | None = None,
     beta: str | None = None,
-    keyed: bool = False,
     max_tools: int = LimitsConfig().max_tools,
 ) -> ClientRequest:
-    """``beta``: the client's ``anthropic-beta`` header. ``keyed``: an API key names the
-    user, so ``metadata.user_id`` is not read as a claim to be another one (Claude Code
-    always sends its device and session there)."""
+    """``beta``: the client's ``anthropic-beta`` header. ``metadata.user_id`` names the
+    user only after a key, a bound principal and ``X-User-Id`` (Claude Code fills it on
+    its own)."""
     reject_lone_surrogates(body.model_dump(exclude_none=True))
     system, system_cache, messages = read_conversation(body)
     read, dropped = read_tools(body.tools or [], max_tools)
     tools = read.checked()
     metadata = body.metadata or {}
-    user = metadata.get("user_id")
     choice = body.tool_choice or {}
     return ClientRequest(
         model=body.model,
         system=tuple(system),
         messages=tuple(messages),
         claims=Claims(
-            user=user if isinstance(user, str) and not keyed else None,
             header_user=header_user,
             bound_user=bound_user,
+            client_label=_labelled_user(metadata.get("user_id")),
         ),
         tools=ToolOffer(
             tools,
@@ -76,6 +74,24 @@ def from_messages(
         include_usage=True,
         system_cache_control=system_cache,
     )
+
+
+def _labelled_user(user_id: Any) -> str | None:
+    """``metadata.user_id``: a user id, or Claude Code's JSON of its session
+    (``{"device_id", "account_uuid", "session_id"}``), which means its account when it
+    has one, else its device, so one person's sessions are one user."""
+    if not isinstance(user_id, str):
+        return None
+    try:
+        session = json.loads(user_id)
+    except ValueError:
+        return user_id
+    if not isinstance(session, dict):
+        return user_id
+    for name in ("account_uuid", "device_id"):
+        if isinstance(session.get(name), str) and session[name].strip():
+            return str(session[name])
+    return user_id
 
 
 def read_conversation(

@@ -34,7 +34,6 @@ async def create_message(request: InferenceRequest, payload: MessagesIn) -> Http
         request.headers.get("X-User-Id"),
         request.bound_user,
         request.headers.get("anthropic-beta"),
-        keyed=request.api_key is not None,
         max_tools=limits_of(request).max_tools,
     )
     return await serve(request, client, MessagesReply(), id_prefix="msg_")
