@@ -106,6 +106,13 @@ class Turn:
         """Whether the turn is kept in history (not for a stateless call or agent)."""
         return self.setting.options.history and self.agent.history
 
+    @property
+    def learns(self) -> bool:
+        """Whether the agent's memory recalls and extracts for the turn: memory is about
+        the user, not the replayed history, so an agent with ``history: false`` has it
+        too; only a stateless call (``metadata.history: "off"``) does not."""
+        return self.agent.memory is not None and self.setting.options.history
+
 
 async def prepare_turn(
     client: ClientRequest,
@@ -193,7 +200,7 @@ async def _turn(
     history = stored.history if routing.agent.history else []
     setting = Setting(client, options, tuple(history), stored.exchanges)
     memories = Recall()
-    if routing.agent.memory is not None and options.history and routing.agent.history:
+    if routing.agent.memory is not None and options.history:
         memories = await recall(routing.agent, user_id, client.user_text, config, engine, span)
     return Turn(
         completion_id=log.completion_id,

@@ -263,7 +263,7 @@ class TurnRunner:
             for shadow in routing.shadows
         ]
         memory = turn.agent.memory
-        if memory is not None and memory.extractor and turn.remembers and answer.text:
+        if memory is not None and memory.extractor and turn.learns and answer.text:
             exchange = TurnToLearn(
                 turn.completion_id,
                 turn.user_id,

@@ -1,6 +1,6 @@
 """Long-term memory through the real server: facts an extractor agent picks after a
-reply are kept once per user and recalled after the preamble in later conversations;
-stateless calls neither recall nor extract; an extractor that fails leaves the reply
+reply are kept once per user and recalled after the preamble in later conversations,
+agents without history included; stateless calls neither recall nor extract; an extractor that fails leaves the reply
 alone; the admin lists, adds and deletes memories and erases a user."""
 
 import json
@@ -38,9 +38,9 @@ agents:
     preamble: {PREAMBLE}
     memory: {{embedder: embed, extractor: extractor, recall: 3, max_tokens: 60}}
   - {{name: extractor, provider: openai, model: gpt-extractor}}
-  - name: stateless
+  - name: coder
     provider: openai
-    model: gpt-stateless
+    model: gpt-coder
     history: false
     memory: {{embedder: embed, extractor: extractor}}
 """
@@ -153,8 +153,8 @@ def test_stateless_calls_neither_recall_nor_extract(
 ) -> None:
     extracts(fake, "Should never be kept.")
 
-    ask(server, user_id, "Remember this.", model="stateless")
-    ask(server, user_id, "And this.", metadata={"history": "off"})
+    ask(server, user_id, "Remember this.", metadata={"history": "off"})
+    ask(server, user_id, "And this.", model="coder", metadata={"history": "off"})
 
     mine = ("Remember this", "And this")  # not an earlier test's turns, still extracting
     assert not [
@@ -164,6 +164,22 @@ def test_stateless_calls_neither_recall_nor_extract(
         and any(text in json.dumps(r.body) for text in mine)
     ]
     assert memories(server, user_id) == []
+
+
+def test_an_agent_without_history_recalls_and_extracts(
+    server: GatewayServer, fake: FakeUpstream, user_id: str
+) -> None:
+    """Memory is about the user, not the replayed history: coding clients send the whole
+    conversation to an agent with ``history: false``, and it still remembers them."""
+    extracts(fake, "Writes Rust at work.")
+
+    ask(server, user_id, "I write Rust at work.", model="coder")
+
+    stored = wait_for(lambda: memories(server, user_id), "the extracted fact")
+    assert [(agent, text) for agent, text, _ in stored] == [("coder", "Writes Rust at work.")]
+    ask(server, user_id, "Which language should I use?", model="coder")
+    coder = [r for r in fake.requests if r.body.get("model") == "gpt-coder"]
+    assert "- Writes Rust at work." in system_of(coder[-1])
 
 
 def test_an_extractor_that_fails_leaves_the_reply_alone(
@@ -210,9 +226,9 @@ def test_a_memory_added_by_hand_is_recalled_for_its_user_only(
     assert "peanuts." not in system_of(keeper_calls(fake)[-1])
 
     # A stateless call recalls nothing, even with memories to recall.
-    remember(server, user_id, "stateless", "Is allergic to peanuts.")
-    ask(server, user_id, "Any peanuts allergy?", model="stateless")
-    (stateless,) = [r for r in fake.requests if r.body.get("model") == "gpt-stateless"]
+    remember(server, user_id, "coder", "Is allergic to peanuts.")
+    ask(server, user_id, "Any peanuts allergy?", model="coder", metadata={"history": "off"})
+    (stateless,) = [r for r in fake.requests if r.body.get("model") == "gpt-coder"]
     assert HEADING not in system_of(stateless)
 
     deleted = httpx.delete(f"{server.url}/admin/memories/{body['id']}", headers=JSON, timeout=10)
