@@ -21,11 +21,13 @@ async def embed(
     purpose: Literal["document", "query"] = "document",
     dimensions: int | None = None,
     span: Span = NO_SPAN,
+    token_arrays: tuple[tuple[int, ...], ...] = (),
 ) -> Embedded:
-    """The vectors of ``texts``, in order, and what they cost."""
+    """The vectors of ``texts`` (or of ``token_arrays``, inputs a client tokenized), in
+    order, and what they cost."""
     route = Route((Deployment(embedder.provider, embedder.model),))
     request = EmbeddingRequest(
-        embedder.model, tuple(texts), dimensions or embedder.dimensions, purpose
+        embedder.model, tuple(texts), dimensions or embedder.dimensions, purpose, token_arrays
     )
     return await Upstream(route, config, engine, span=span).embed(request)
 

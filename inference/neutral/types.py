@@ -260,6 +260,14 @@ class EmbeddingRequest:
     # What the vectors are for, where the provider asks (Cohere's input_type, Gemini's
     # taskType): texts to be searched, or a query searching them.
     purpose: Literal["document", "query"] = "document"
+    # Inputs already tokenized by the client (instead of ``texts``), for the providers
+    # whose tokenizer they belong to (OpenAI's format; ``Provider.takes_token_arrays``).
+    token_arrays: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def count(self) -> int:
+        """How many inputs (one vector each)."""
+        return len(self.token_arrays) or len(self.texts)
 
 
 @dataclass(frozen=True)

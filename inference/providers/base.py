@@ -113,6 +113,9 @@ class Provider:
 
     kinds: tuple[ProviderKind, ...]
     tool_names: ToolNameRule
+    # Whether it embeds inputs a client tokenized itself (token arrays): only a format
+    # whose tokenizer the clients use (OpenAI's).
+    takes_token_arrays = False
 
     def __init__(
         self, name: str, kind: str, client: httpx.AsyncClient, settings: ProviderConfig
@@ -166,11 +169,11 @@ class Provider:
             embeddings = await self.embed_once(request)
         except _UNREADABLE as error:
             raise self._unreadable(error) from error
-        if len(embeddings.vectors) != len(request.texts):
+        if len(embeddings.vectors) != request.count:
             raise ProviderError(
                 502,
                 f"{self.name} returned {len(embeddings.vectors)} vectors for "
-                f"{len(request.texts)} texts",
+                f"{request.count} inputs",
             )
         return embeddings
 

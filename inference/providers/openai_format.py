@@ -44,6 +44,7 @@ class OpenAIFormatProvider(Provider):
         ProviderKind("deepseek", "https://api.deepseek.com/v1", "deepseek", "deepseek"),
     )
     tool_names = LETTERS_DIGITS_DASHES
+    takes_token_arrays = True
 
     @property
     def url(self) -> str:
@@ -57,7 +58,7 @@ class OpenAIFormatProvider(Provider):
     async def embed_once(self, request: EmbeddingRequest) -> Embeddings:
         body: dict[str, Any] = {
             "model": request.model,
-            "input": list(request.texts),
+            "input": [list(tokens) for tokens in request.token_arrays] or list(request.texts),
             "encoding_format": "float",
         }
         if request.dimensions is not None:

@@ -210,6 +210,7 @@ class Upstream:
         tokens = answer.prompt_tokens
         if tokens is None:
             tokens = sum(estimate_tokens(text) for text in request.texts)
+            tokens += sum(len(array) for array in request.token_arrays)
         usage = priced(Usage(prompt_tokens=tokens), self._price(deployment))
         self.circuits.succeeded(deployment)
         span = self._attempt_span

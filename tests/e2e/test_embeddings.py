@@ -11,6 +11,7 @@ import openai
 import pytest
 
 from tests.fakes.base import FakeUpstream, Reply, fake_vector
+from tests.frameworks import run_client
 from tests.server import GatewayServer
 from tests.upstreams import EMBEDDING_KINDS
 
@@ -87,12 +88,26 @@ def test_embeddings_are_billed_to_the_user_and_listed_as_models(
         ({"model": "openai-agent", "input": "x"}, 400, "model"),
         ({"model": "nope", "input": "x"}, 400, "model"),
         ({"model": "openai-embedder", "input": ""}, 400, "input"),
-        ({"model": "openai-embedder", "input": [1, 2, 3]}, 400, "input[0]"),
+        ({"model": "gemini-embedder", "input": [1, 2, 3]}, 400, "input"),
+        ({"model": "cohere-embedder", "input": [[1, 2], [3]]}, 400, "input"),
+        ({"model": "openai-embedder", "input": ["a", [1, 2]]}, 400, "input[1]"),
+        ({"model": "openai-embedder", "input": [[1], []]}, 400, "input[1]"),
         ({"model": "openai-embedder", "input": []}, 400, "input"),
         ({"model": "openai-embedder", "input": "x", "encoding_format": "int8"}, 400, None),
         ({"model": "openai-embedder", "input": "x", "dimensions": 0}, 400, "dimensions"),
     ],
-    ids=["agent", "unknown", "empty", "tokens", "no-input", "encoding", "dimensions"],
+    ids=[
+        "agent",
+        "unknown",
+        "empty",
+        "tokens-to-gemini",
+        "tokens-to-cohere",
+        "mixed",
+        "empty-tokens",
+        "no-input",
+        "encoding",
+        "dimensions",
+    ],
 )
 def test_what_cannot_be_embedded_is_a_400_naming_the_field(
     gateway: GatewayServer,
@@ -133,3 +148,31 @@ def test_without_a_user_it_is_a_400(gateway: GatewayServer) -> None:
     )
 
     assert response.status_code == 400 and response.json()["error"]["code"] == "missing_user"
+
+
+def test_token_arrays_reach_an_openai_format_embedder_as_they_are(
+    client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    """LangChain's ``OpenAIEmbeddings`` tokenizes texts itself and sends the tokens."""
+    for given in ([15339, 1917], [[15339, 1917], [9906]]):
+        answer = client.embeddings.create(model="openai-embedder", input=given, user=user_id)
+
+        count = 1 if isinstance(given[0], int) else len(given)
+        assert len(answer.data) == count
+        assert fakes["openai"].last.body["input"] == ([given] if count == 1 else given)
+        assert answer.usage.prompt_tokens == 2 + (count - 1)
+
+
+@pytest.mark.clients
+def test_langchains_openai_embeddings_with_its_defaults(
+    gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    texts = ["I work on the billing team", "pasta recipe"]
+
+    vectors = run_client("langchain_embeddings.py", gateway, "openai-embedder", user_id)["vectors"]
+
+    assert len(vectors) == 2 and all(len(vector) == 64 for vector in vectors)
+    (sent,) = fakes["openai"].requests
+    tokenized = sent.body["input"]
+    assert all(isinstance(item, list) and item for item in tokenized)
+    assert len(tokenized) == len(texts)

@@ -36,10 +36,19 @@ class OpenAIUpstream(FakeUpstream):
         return recorded.path.endswith("/embeddings")
 
     def render_embeddings(self, recorded: Recorded) -> dict[str, Any]:
-        """OpenAI's embeddings list; ``dimensions`` honoured; tokens: one per word."""
+        """OpenAI's embeddings list; ``dimensions`` honoured; tokens: one per word, or the
+        length of a token array (``input`` may be a string, strings, one token array or
+        token arrays, as OpenAI takes it)."""
         body = recorded.body
-        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        given = body["input"]
+        if isinstance(given, str) or (given and isinstance(given[0], int)):
+            given = [given]
+        texts = [
+            " ".join(f"token{token}" for token in item) if isinstance(item, list) else item
+            for item in given
+        ]
         size = body.get("dimensions") or 64
+        tokens = sum(len(text.split()) for text in texts)
         return {
             "object": "list",
             "data": [
@@ -47,10 +56,7 @@ class OpenAIUpstream(FakeUpstream):
                 for index, text in enumerate(texts)
             ],
             "model": body["model"],
-            "usage": {
-                "prompt_tokens": sum(len(text.split()) for text in texts),
-                "total_tokens": sum(len(text.split()) for text in texts),
-            },
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         }
 
     def is_stream(self, recorded: Recorded) -> bool:

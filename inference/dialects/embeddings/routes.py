@@ -9,7 +9,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 
 from inference.database import in_database
-from inference.dialects.embeddings.wire import EmbeddingsIn, embeddings_body, input_texts
+from inference.dialects.embeddings.wire import EmbeddingsIn, embeddings_body, read_inputs
 from inference.memory.embedding import embed
 from inference.money.admission import admit, release_quietly
 from inference.money.caps import operator_caps
@@ -18,9 +18,9 @@ from inference.money.settlement import Charge, settle
 from inference.neutral.calls import Answerer
 from inference.neutral.errors import invalid_request
 from inference.neutral.request import Claims
-from inference.neutral.tokens import estimate_tokens
 from inference.neutral.types import Usage
 from inference.providers.base import ProviderError
+from inference.providers.registry import PROVIDER_CLASSES
 from inference.serving.context import InferenceRequest
 from inference.serving.routes import dialect_api
 from inference.serving.serve import json_response
@@ -34,7 +34,7 @@ api = dialect_api("embeddings", lambda path: "model and input")
 async def create_embeddings(request: InferenceRequest, payload: EmbeddingsIn) -> HttpResponse:
     holder, engine = request.runtime.holder, request.runtime.engine
     config = live_config(holder.config, holder.problems)
-    texts = input_texts(payload)
+    inputs = read_inputs(payload)
     embedder = config.embedder(payload.model)
     if embedder is None:
         kind = "an agent" if config.agent(payload.model) else "not an embedder"
@@ -43,6 +43,14 @@ async def create_embeddings(request: InferenceRequest, payload: EmbeddingsIn) ->
             "config's embedders",
             param="model",
             code="model_not_found",
+        )
+    kind = config.provider_kind(embedder.provider)
+    if inputs.token_arrays and not PROVIDER_CLASSES[kind].takes_token_arrays:
+        raise invalid_request(
+            f"input: token arrays are passed only to OpenAI-format embedders (they belong "
+            f"to its tokenizer); '{embedder.name}' is of kind {kind}: send text",
+            param="input",
+            code="invalid_input",
         )
     key = request.api_key
     claims = Claims(
@@ -57,7 +65,7 @@ async def create_embeddings(request: InferenceRequest, payload: EmbeddingsIn) ->
         key.check_allows(embedder.name)
     now = timezone.now()
     estimate = priced(
-        Usage(prompt_tokens=sum(estimate_tokens(text) for text in texts)),
+        Usage(prompt_tokens=inputs.estimated_tokens),
         price_of(config, embedder.provider, embedder.model),
     )
     caps = operator_caps(config.budgets, user_id)
@@ -81,7 +89,13 @@ async def create_embeddings(request: InferenceRequest, payload: EmbeddingsIn) ->
 
     try:
         embedded = await embed(
-            config, engine, embedder, texts, dimensions=payload.dimensions, span=request.span
+            config,
+            engine,
+            embedder,
+            list(inputs.texts),
+            dimensions=payload.dimensions,
+            span=request.span,
+            token_arrays=inputs.token_arrays,
         )
     except asyncio.CancelledError:
         # The client went away with the call under way: it is billed at the estimate.

@@ -1,7 +1,9 @@
-"""``POST /v1/embeddings`` on the wire: OpenAI's request body, and its ``list`` of
-``embedding`` objects (floats, or base64 of little-endian float32, as the SDK decodes)."""
+"""``POST /v1/embeddings`` on the wire: OpenAI's request body (texts or token arrays),
+and its ``list`` of ``embedding`` objects (floats, or base64 of little-endian float32, as
+the SDK decodes)."""
 
 import base64
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field
@@ -9,6 +11,7 @@ from pydantic import Field
 from core.float32 import packed
 from inference.neutral.body import Lenient
 from inference.neutral.errors import invalid_request
+from inference.neutral.tokens import estimate_tokens
 from inference.neutral.types import Usage
 
 MAX_INPUTS = 2048  # texts in one request, as OpenAI allows
@@ -22,23 +25,60 @@ class EmbeddingsIn(Lenient):
     user: str | None = None
 
 
-def input_texts(body: EmbeddingsIn) -> list[str]:
-    """The texts to embed: a string or a list of non-empty strings (token arrays are not
-    served: they belong to one provider's tokenizer)."""
-    texts = [body.input] if isinstance(body.input, str) else body.input
-    if not texts or len(texts) > MAX_INPUTS:
-        raise invalid_request(
-            f"input must hold 1 to {MAX_INPUTS} texts", param="input", code="invalid_input"
+@dataclass(frozen=True)
+class Inputs:
+    """What to embed: texts, or inputs the client tokenized itself (token arrays, which
+    LangChain's ``OpenAIEmbeddings`` sends by default), never both."""
+
+    texts: tuple[str, ...] = ()
+    token_arrays: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def estimated_tokens(self) -> int:
+        return sum(estimate_tokens(text) for text in self.texts) + sum(
+            len(tokens) for tokens in self.token_arrays
         )
-    for index, text in enumerate(texts):
-        if not isinstance(text, str) or not text:
-            where = "input" if isinstance(body.input, str) else f"input[{index}]"
+
+
+def read_inputs(body: EmbeddingsIn) -> Inputs:
+    """``input`` as OpenAI takes it: a string, a list of strings, one token array (a list
+    of integers), or a list of token arrays; every one non-empty."""
+    given = body.input
+    if isinstance(given, str):
+        items: list[Any] = [given]
+    elif given and all(_is_token(item) for item in given):
+        items = [given]
+    else:
+        items = given
+    if not items or len(items) > MAX_INPUTS:
+        raise invalid_request(
+            f"input must hold 1 to {MAX_INPUTS} inputs", param="input", code="invalid_input"
+        )
+    textual = isinstance(items[0], str)
+    for index, item in enumerate(items):
+        if not (_is_text(item) if textual else _is_token_array(item)):
+            where = "input" if items is not given else f"input[{index}]"
             raise invalid_request(
-                f"{where} must be a non-empty string (token arrays are not supported)",
+                f"{where} must be a non-empty string or a non-empty array of tokens "
+                "(integers), all inputs of one kind",
                 param=where,
                 code="invalid_input",
             )
-    return texts
+    if textual:
+        return Inputs(texts=tuple(items))
+    return Inputs(token_arrays=tuple(tuple(item) for item in items))
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _is_token_array(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(map(_is_token, value))
+
+
+def _is_token(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def embeddings_body(
