@@ -8,7 +8,10 @@ from agents.schema import McpServerConfig, ProviderConfig
 
 
 class ProviderCreate(ProviderConfig):
-    name: str = Field(description="The provider's name: the key under `providers`.")
+    name: str | None = Field(
+        default=None,
+        description="The provider's name: the key under `providers` (default: its `kind`).",
+    )
 
 
 class McpServerCreate(McpServerConfig):

@@ -23,6 +23,9 @@ class Resource:
     key_field: str  # "name": inside each entry of a list, or the map's key
     is_list: bool  # a list of entries carrying their name, or a map keyed by name
     namespace: tuple[str, ...] = ()  # sections whose names must not collide with this one's
+    # The field whose value names a new entry sent without a key (a provider's kind: in
+    # the file, a provider's name is its kind unless it says otherwise).
+    key_default: str | None = None
 
     def entries(self, data: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """The collection's entries by key, as written in the file."""
@@ -51,7 +54,7 @@ EXPERIMENTS = Resource(
     ("agents", "experiments"),
 )
 PROVIDERS = Resource(
-    "providers", ProviderConfig, "Providers", "provider", "name", False, ("providers",)
+    "providers", ProviderConfig, "Providers", "provider", "name", False, ("providers",), "kind"
 )
 MCP = Resource("mcp", McpServerConfig, "MCP servers", "MCP server", "name", False, ("mcp",))
 

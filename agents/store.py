@@ -99,6 +99,7 @@ class Written:
     data: dict[str, Any]
     revision: ConfigRevision | None
     entry: dict[str, Any] | None = None
+    key: str | None = None  # the entry's, for item writes
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,8 @@ def create_item(
     _check_storable(body)
     body = dict(body)
     key = body.pop(resource.key_field, None) if not resource.is_list else body.get("name")
+    if key is None and resource.key_default is not None:
+        key = body.get(resource.key_default)
     if not isinstance(key, str) or not key.strip():
         raise ConfigError([f"{resource.key_field}: a non-blank string is required"])
 
@@ -407,7 +410,8 @@ def _locked(path: Path) -> Iterator[None]:
 
 def _with_entry(written: Written, resource: Resource, key: str) -> Written:
     """``written`` with the entry ``key`` as reads show it."""
-    return replace(written, entry=_masked(resource, resource.entries(written.data)[key]))
+    entry = _masked(resource, resource.entries(written.data)[key])
+    return replace(written, entry=entry, key=key)
 
 
 def _replace_file(path: Path, data: bytes, record: Callable[[], ConfigRevision]) -> ConfigRevision:

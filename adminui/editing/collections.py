@@ -132,7 +132,8 @@ def collection_router(
             )
         data = cast(dict[str, Any], payload)  # unvalidated (SkipValidation): the store checks it
         result = store.create_item(holder, resource, data, author)
-        return written(request, item_url(data[key_name]), Status(201, result.entry))
+        assert result.key is not None
+        return written(request, item_url(result.key), Status(201, result.entry))
 
     @router.get(
         "/new",

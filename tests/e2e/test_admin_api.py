@@ -651,6 +651,20 @@ def test_provider_key_is_masked_everywhere_and_kept_when_sent_back(
     assert "    api_key: sk-openai-example-0042\n" in server.config_path.read_text()
 
 
+def test_a_provider_created_without_a_name_is_named_by_its_kind(
+    admin: httpx.Client, server: GatewayServer
+) -> None:
+    """As in the file, where a provider's name is its kind unless it says otherwise."""
+    created = admin.post("/providers", json={"kind": "cohere", "api_key": "sk-cohere-made-0001"})
+
+    assert created.status_code == 201, created.text
+    assert admin.get("/providers/cohere").json()["kind"] == "cohere"
+    assert "\n  cohere:\n" in server.config_path.read_text()
+    nameless = admin.post("/providers", json={"api_key": "sk-none-000000000000001"})
+    assert nameless.status_code == 422
+    assert "name" in nameless.text
+
+
 @pytest.mark.parametrize("stale", ["sk-…9999", "********", "sk-ant-…0001"])
 def test_provider_key_sent_as_a_foreign_mask_is_422_and_never_written(
     admin: httpx.Client, server: GatewayServer, stale: str
