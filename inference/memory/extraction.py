@@ -41,6 +41,14 @@ FACTS = ResponseFormat(
         "additionalProperties": False,
     },
 )
+# What a reply may be: the object asked for, or a bare JSON array of strings, which models
+# without structured output often answer (the reply is checked against this; providers
+# with a native JSON mode are asked for FACTS).
+FACTS_OR_LIST = ResponseFormat(
+    kind="json_schema",
+    name="facts",
+    schema={"anyOf": [FACTS.schema, {"type": "array", "items": {"type": "string"}}]},
+)
 INSTRUCTION = (
     "You keep an assistant's long-term memory of one user. From the exchange below, list "
     "the durable facts about the user worth remembering in later conversations (who they "
@@ -83,7 +91,7 @@ async def _extract(exchange: TurnToLearn, config: Config, engine: Engine, parent
         context = CallContext(
             config, engine, exchange.user_id, TurnBounds(config.limits), span=span
         )
-        loop = tool_loop(context, route_of(extractor), Toolbox(), FACTS)
+        loop = tool_loop(context, route_of(extractor), Toolbox(), FACTS_OR_LIST)
         answer = await loop.complete(_request(extractor, exchange))
     if answer.usage.total_tokens:
         await in_database(settle, [_charge(exchange, answer.usage, loop.outcome.answered_by)])

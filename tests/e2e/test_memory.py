@@ -451,3 +451,16 @@ def test_a_memory_added_by_hand_is_one_line_too(server: GatewayServer, user_id: 
     )
     assert refused.status_code == 422
     assert "text" in refused.text
+
+
+def test_an_extractor_that_answers_a_bare_list_is_heard(
+    server: GatewayServer, fake: FakeUpstream, user_id: str
+) -> None:
+    """Models without structured output answer the facts as a JSON array of strings."""
+    fake.answer_when(is_extractor, Reply.of_text('["Plays chess on Sundays."]'))
+
+    ask(server, user_id, "I play chess on Sundays.")
+
+    stored = wait_for(lambda: memories(server, user_id), "the extracted fact")
+    assert [text for _, text, _ in stored] == ["Plays chess on Sundays."]
+    assert len([r for r in fake.requests if is_extractor(r)]) == 1  # no repair round
