@@ -79,6 +79,13 @@ class Message:
     reasoning: tuple[Any, ...] = ()
     # Anthropic's prompt-cache breakpoint at the end of this message (its last block).
     cache_control: dict[str, Any] | None = None
+    failed: bool = False  # on role "tool": the client says the call failed
+
+    @property
+    def result_text(self) -> str:
+        """A tool result's text as a provider without an error flag is sent it (Anthropic
+        gets ``is_error`` instead)."""
+        return f"Error: {self.content}" if self.failed else self.content
 
     @property
     def with_images(self) -> bool:

@@ -254,9 +254,14 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
 
 def _message_blocks(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
-        return [
-            {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
-        ]
+        result: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id,
+            "content": message.content,
+        }
+        if message.failed:
+            result["is_error"] = True
+        return [result]
     blocks: list[dict[str, Any]] = [
         item
         for item in message.reasoning

@@ -175,7 +175,11 @@ def encode_response_format(response_format: ResponseFormat) -> dict[str, Any] | 
 
 def _encode_message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id,
+            "content": message.result_text,
+        }
     if message.role == "user" or not message.tool_calls:
         return {"role": message.role, "content": encode_content(message)}
     encoded: dict[str, Any] = {

@@ -178,7 +178,11 @@ def encode_contents(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
 def _parts(message: Message, call_names: dict[str, str]) -> list[dict[str, Any]]:
     if message.role == "tool":
         name = message.name or call_names.get(message.tool_call_id or "", "")
-        response = {"id": message.tool_call_id, "name": name, "response": _result(message.content)}
+        response = {
+            "id": message.tool_call_id,
+            "name": name,
+            "response": _result(message.result_text),
+        }
         return [{"functionResponse": response}]
     parts: list[dict[str, Any]] = []
     if message.with_images:

@@ -226,7 +226,11 @@ def encode_content(message: Message) -> str | list[dict[str, Any]]:
 
 def _encode_message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id,
+            "content": message.result_text,
+        }
     encoded: dict[str, Any] = {"role": message.role, "content": encode_content(message)}
     if message.tool_calls:
         encoded["content"] = message.content or None

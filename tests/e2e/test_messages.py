@@ -470,3 +470,49 @@ def test_x_user_id_names_the_user_before_claude_codes_own_metadata(
     assert stored_users(
         gateway, f"ada-{user_id}", f"dev-{user_id}", f"acct-{user_id}", json.dumps(session)
     ) == {f"ada-{user_id}": 2, f"dev-{user_id}": 4, f"acct-{user_id}": 2, json.dumps(session): 0}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_tool_result_marked_as_an_error_says_so_to_every_upstream(
+    kind: str, claude: anthropic.Anthropic, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    """Anthropic upstreams get ``is_error`` on the block; the others, an error's text."""
+    fake = fakes[kind]
+    fake.script(Reply.of_tool_calls(("get_weather", {"city": "Oslo"})), Reply.of_text("Sorry."))
+    question = [{"role": "user", "content": "Weather in Oslo?"}]
+    options: dict[str, Any] = {"model": f"{kind}-agent", "max_tokens": 200, "tools": [WEATHER]}
+    first = claude.messages.create(messages=question, metadata={"user_id": user_id}, **options)
+    call = next(block for block in first.content if block.type == "tool_use")
+
+    claude.messages.create(
+        messages=[
+            *question,
+            {"role": "assistant", "content": [block.model_dump() for block in first.content]},
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": call.id,
+                        "content": "the weather service is down",
+                        "is_error": True,
+                    }
+                ],
+            },
+        ],
+        metadata={"user_id": user_id},
+        **options,
+    )
+
+    sent = json.dumps(fake.last.body)
+    if kind == "anthropic":
+        (result,) = [
+            block
+            for message in fake.last.body["messages"]
+            for block in message["content"]
+            if block["type"] == "tool_result"
+        ]
+        assert result["is_error"] is True
+        assert result["content"] == "the weather service is down"
+    else:
+        assert "Error: the weather service is down" in sent

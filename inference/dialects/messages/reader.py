@@ -189,15 +189,13 @@ def _tool_result(block: dict[str, Any], where: str, calls: dict[str, str]) -> Me
             for part in content
             if isinstance(part, dict)
         )
-    text = content if isinstance(content, str) else ""
-    if block.get("is_error"):
-        text = f"Error: {text}"
     return Message(
         role="tool",
-        content=text,
+        content=content if isinstance(content, str) else "",
         tool_call_id=call_id,
         name=calls[call_id],
         cache_control=block.get("cache_control"),
+        failed=bool(block.get("is_error")),
     )
 
 
