@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -170,6 +171,31 @@ def test_responses_report_the_cost_too(
     assert response.usage.model_extra["cost"] == pytest.approx(
         table_cost("anthropic", reply), abs=1e-6
     )
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_messages_report_the_cost_too(
+    server: GatewayServer, fakes: dict[str, FakeUpstream], stream: bool
+) -> None:
+    reply = Reply.of_text("Messages priced.", prompt_tokens=3000, completion_tokens=300)
+    fakes["anthropic"].script(reply)
+    claude = anthropic.Anthropic(base_url=server.url, api_key="x", max_retries=0)
+    request: dict[str, Any] = {
+        "model": "anthropic-priced",
+        "max_tokens": 400,
+        "messages": [{"role": "user", "content": "Hi"}],
+        "metadata": {"user_id": "cost-user", "history": "off"},
+    }
+
+    if stream:  # the cost comes with the final usage, in message_delta
+        with claude.messages.stream(**request) as events:
+            (delta,) = [event for event in events if event.type == "message_delta"]
+        extra = delta.usage.model_extra
+    else:
+        extra = claude.messages.create(**request).usage.model_extra
+
+    assert extra is not None
+    assert extra["cost"] == pytest.approx(table_cost("anthropic", reply), abs=1e-6)
 
 
 def test_metrics_count_the_cost(

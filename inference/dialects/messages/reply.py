@@ -63,7 +63,7 @@ class MessagesFrames:
 
     async def frames(self, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
         opening = {**_message(self.header), "content": [], "stop_reason": None}
-        opening["usage"] = usage(Usage())
+        opening["usage"] = usage(Usage(cost_micro_usd=None))  # no cost known yet
         yield _frame("message_start", message=opening)
         finish = Finish("stop")
         totals = Usage()
@@ -143,15 +143,19 @@ def _stop_reason(reason: FinishReason, by_stop_sequence: bool) -> str:
     return "stop_sequence" if reason == "stop" and by_stop_sequence else _STOP_REASONS[reason]
 
 
-def usage(usage: Usage) -> dict[str, int]:
-    """Anthropic's usage: ``input_tokens`` is the prompt's uncached rest."""
+def usage(usage: Usage) -> dict[str, Any]:
+    """Anthropic's usage: ``input_tokens`` is the prompt's uncached rest; ``cost`` in USD
+    where every call of the turn has a known price, as on the other dialects."""
     cached, written = usage.cached_tokens or 0, usage.cache_write_tokens or 0
-    return {
+    counts: dict[str, Any] = {
         "input_tokens": max(0, usage.prompt_tokens - cached - written),
         "output_tokens": usage.completion_tokens,
         "cache_creation_input_tokens": written,
         "cache_read_input_tokens": cached,
     }
+    if usage.cost_usd is not None:
+        counts["cost"] = usage.cost_usd
+    return counts
 
 
 def _message(header: ReplyHeader) -> dict[str, Any]:
