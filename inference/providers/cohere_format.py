@@ -75,7 +75,8 @@ class CohereProvider(Provider):
         reason = body.get("finish_reason") or "COMPLETE"
         if reason in _FAILED:
             raise ProviderError(502, f"{self.name} stopped generating: {reason}")
-        text = "".join(
+        # What the model wrote before its tool calls is Cohere's tool plan.
+        text = str(message.get("tool_plan") or "") + "".join(
             item.get("text") or ""
             for item in message.get("content") or []
             if item.get("type") == "text"
@@ -186,8 +187,8 @@ def _encode_message(message: Message) -> dict[str, Any]:
         "role": "assistant",
         "tool_calls": encode_tool_calls(message.tool_calls),
     }
-    if message.content:
-        encoded["content"] = message.content
+    if message.content:  # the text before the calls goes back as the tool plan it was
+        encoded["tool_plan"] = message.content
     return encoded
 
 
@@ -219,6 +220,9 @@ class _StreamState:
         if kind == "content-delta":
             text = (message.get("content") or {}).get("text")
             return [TextDelta(text)] if text else []
+        if kind == "tool-plan-delta":  # the text the model writes before its tool calls
+            plan = message.get("tool_plan")
+            return [TextDelta(plan)] if plan else []
         if kind == "tool-call-start":
             call = message.get("tool_calls") or {}
             function = call.get("function") or {}

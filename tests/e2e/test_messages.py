@@ -516,3 +516,33 @@ def test_a_tool_result_marked_as_an_error_says_so_to_every_upstream(
         assert result["content"] == "the weather service is down"
     else:
         assert "Error: the weather service is down" in sent
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("kind", KINDS)
+def test_text_before_tool_calls_is_the_first_block(
+    kind: str, stream: bool, claude: anthropic.Anthropic, fakes: dict[str, FakeUpstream]
+) -> None:
+    """Whatever order the provider sends them in (Cohere sends its tool plan first)."""
+    fakes[kind].script(
+        Reply(
+            text="Let me look.",
+            chunks=("Let me ", "look."),
+            tool_calls=(("get_weather", {"city": "Oslo"}),),
+            finish_reason="tool_calls",
+        )
+    )
+
+    message = answer(
+        claude,
+        stream,
+        model=f"{kind}-agent",
+        max_tokens=200,
+        tools=[WEATHER],
+        messages=[{"role": "user", "content": "Weather in Oslo?"}],
+        metadata={"history": "off", "user_id": "blocks"},
+    )
+
+    assert [block.type for block in message.content] == ["text", "tool_use"]
+    assert message.content[0].text == "Let me look."
+    assert message.content[1].input == {"city": "Oslo"}

@@ -11,7 +11,6 @@ from tests.fakes.openai_upstream import tool_calls_json, unanswered_tool_calls
 TOOL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 _FINISH_REASONS = {"stop": "COMPLETE", "tool_calls": "TOOL_CALL", "length": "MAX_TOKENS"}
-TOOL_PLAN = "I will call the tools."
 
 
 class CohereUpstream(FakeUpstream):
@@ -46,11 +45,12 @@ class CohereUpstream(FakeUpstream):
 
     def render_json(self, reply: Reply, recorded: Recorded) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant"}
-        if reply.text:
-            message["content"] = [{"type": "text", "text": reply.text}]
-        if reply.tool_calls:
-            message["tool_plan"] = TOOL_PLAN
+        if reply.tool_calls:  # what the model writes before its calls is its tool plan
+            if reply.text:
+                message["tool_plan"] = reply.text
             message["tool_calls"] = tool_calls_json(reply, recorded)
+        elif reply.text:
+            message["content"] = [{"type": "text", "text": reply.text}]
         return {
             "id": "fake-chat",
             "finish_reason": _FINISH_REASONS.get(reply.finish_reason, reply.finish_reason),
@@ -67,7 +67,10 @@ class CohereUpstream(FakeUpstream):
             "citations": [],
         }
         yield _event("message-start", id="fake-chat", delta={"message": start})
-        if reply.chunks:
+        if reply.tool_calls:  # the text before the calls streams as the tool plan
+            for text in reply.chunks:
+                yield _event("tool-plan-delta", delta={"message": {"tool_plan": text}})
+        elif reply.chunks:
             content = {"content": {"type": "text", "text": ""}}
             yield _event("content-start", index=0, delta={"message": content})
             for text in reply.chunks:
@@ -75,8 +78,6 @@ class CohereUpstream(FakeUpstream):
                     "content-delta", index=0, delta={"message": {"content": {"text": text}}}
                 )
             yield _event("content-end", index=0)
-        if reply.tool_calls:
-            yield _event("tool-plan-delta", delta={"message": {"tool_plan": TOOL_PLAN}})
         for index, (name, arguments) in enumerate(reply.tool_calls):
             function = {"name": name, "arguments": ""}
             call = {"id": recorded.call_id("call", index), "type": "function", "function": function}

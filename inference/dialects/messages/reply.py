@@ -54,12 +54,16 @@ class MessagesReply(ReplyFormat):
 
 class MessagesFrames:
     """Content blocks one after the other: a block ends when one of another kind (or
-    another tool call) begins."""
+    another tool call) begins. Tool calls come after the text whatever order the
+    provider's stream has them in: a call's fragments are held until the text is over
+    (the stream's end, or a call once text has come)."""
 
     def __init__(self, header: ReplyHeader) -> None:
         self.header = header
         self.index = -1  # of the open block
         self.open: str | None = None  # "text", or the open tool call's stream index
+        self.held: list[ToolCallDelta] = []  # calls that came before the text ended
+        self.texted = False  # a text block has been opened
 
     async def frames(self, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
         opening = {**_message(self.header), "content": [], "stop_reason": None}
@@ -69,12 +73,15 @@ class MessagesFrames:
         totals = Usage()
         async for event in events:
             if isinstance(event, TextDelta) and event.text:
+                self.texted = True
                 for frame in self._begin("text", {"type": "text", "text": ""}):
                     yield frame
                 delta = {"type": "text_delta", "text": event.text}
                 yield _frame("content_block_delta", index=self.index, delta=delta)
+            elif isinstance(event, ToolCallDelta) and not self.texted:
+                self.held.append(event)  # text may still come: it goes first
             elif isinstance(event, ToolCallDelta):
-                for frame in self._tool_call(event):
+                for frame in [*self._released(), *self._tool_call(event)]:
                     yield frame
             elif isinstance(event, Reasoning) and isinstance(event.item, dict):
                 for frame in self._thinking(event.item):
@@ -83,9 +90,11 @@ class MessagesFrames:
                 finish = event
             elif isinstance(event, UsageReport):
                 totals = event.usage
-        if self.index < 0:  # an empty answer is one empty text block
+        if self.index < 0 and not self.held:  # an empty answer is one empty text block
             for frame in self._begin("text", {"type": "text", "text": ""}):
                 yield frame
+        for frame in self._released():
+            yield frame
         for frame in self._end():
             yield frame
         reason = _stop_reason(finish.reason, finish.by_stop_sequence)
@@ -96,6 +105,12 @@ class MessagesFrames:
     def failed(self, error: ApiError) -> bytes:
         _, body = anthropic_error(error)
         return _event("error", body)
+
+    def _released(self) -> list[bytes]:
+        """The frames of the tool calls held back."""
+        frames = [frame for held in self.held for frame in self._tool_call(held)]
+        self.held = []
+        return frames
 
     def _begin(self, kind: str, block: dict[str, Any]) -> list[bytes]:
         if self.open == kind:
