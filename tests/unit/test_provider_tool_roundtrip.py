@@ -90,12 +90,23 @@ OPENAI_WIRE = {
         {"role": "tool", "tool_call_id": "call_rome", "content": "sunny"},
     ],
 }
+# Cohere's v2 is OpenAI's shape, but for the text before the calls: its tool plan.
+COHERE_WIRE = {
+    "tools": OPENAI_TOOLS,
+    "messages": [
+        {"role": "system", "content": "You are ACME."},
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "tool_plan": "Let me check.", "tool_calls": OPENAI_CALLS},
+        {"role": "tool", "tool_call_id": "call_paris", "content": '{"celsius": 21}'},
+        {"role": "tool", "tool_call_id": "call_rome", "content": "sunny"},
+    ],
+}
 # What each wire format must carry for REQUEST (the keys compared; others may be present).
 EXPECTED_WIRE: dict[str, dict[str, Any]] = {
     "openai": OPENAI_WIRE,
     "groq": OPENAI_WIRE,
     "deepseek": OPENAI_WIRE,
-    "cohere": OPENAI_WIRE,
+    "cohere": COHERE_WIRE,
     "anthropic": {
         "system": "You are ACME.",
         "tools": [
