@@ -290,6 +290,11 @@ class Config(Section):
     pricing: dict[str, PriceConfig] = {}
     budgets: BudgetsConfig = BudgetsConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    aliases: dict[str, str] = Field(
+        default={},
+        description="Our extension: model names clients send (exact, or a prefix ending in "
+        "*) mapped to an agent, experiment or embedder.",
+    )
 
     @property
     def proxy_auth(self) -> AuthScope | None:
@@ -304,6 +309,17 @@ class Config(Section):
     def provider_kind(self, name: str) -> str:
         """The wire format of the provider called ``name`` (its ``kind``, else its name)."""
         return self.providers[name].kind or name
+
+    def target(self, model: str) -> str:
+        """The agent, experiment or embedder a ``model`` a client sent names: itself when
+        configured, else the alias's target (an exact alias first, then the longest ``*``
+        prefix), else itself (unknown)."""
+        if self.agent(model) or self.experiment(model) or self.embedder(model):
+            return model
+        if model in self.aliases:
+            return self.aliases[model]
+        prefixes = [key for key in self.aliases if key.endswith("*") and model.startswith(key[:-1])]
+        return self.aliases[max(prefixes, key=len)] if prefixes else model
 
     def agent(self, name: str) -> AgentConfig | None:
         return next((agent for agent in self.agents if agent.name == name), None)

@@ -33,6 +33,7 @@ def cross_validate(config: Config) -> list[str]:
         *_check_pricing(config),
         *_check_embedders(config),
         *_check_memory(config),
+        *_check_aliases(config),
     ]
 
 
@@ -339,3 +340,19 @@ def _check_embedders(config: Config) -> Iterator[str]:
                 f"{path}: provider '{embedder.provider}' is of kind {kind}, which serves no "
                 f"embeddings (the kinds that do: {', '.join(EMBEDDING_KINDS)})"
             )
+
+
+def _check_aliases(config: Config) -> Iterator[str]:
+    configured = {
+        *(agent.name for agent in config.agents),
+        *(experiment.name for experiment in config.experiments),
+        *(embedder.name for embedder in config.embedders),
+    }
+    for alias, target in config.aliases.items():
+        path = f"aliases[{alias!r}]"
+        if "*" in alias[:-1]:
+            yield f"{path}: '*' may only end an alias (a prefix)"
+        elif alias in configured:
+            yield f"{path}: '{alias}' is an agent, experiment or embedder already"
+        if target not in configured:
+            yield f"{path}: '{target}' is not an agent, experiment or embedder"

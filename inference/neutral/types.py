@@ -150,6 +150,9 @@ class Sampling:
     # Anthropic upstreams as it came, left out for the others.
     anthropic_extras: dict[str, Any] = field(default_factory=dict)
     anthropic_beta: str | None = None
+    # What a Gemini API client sent that only Gemini knows (``thinkingConfig``,
+    # ``safetySettings``): passed on to Gemini upstreams as it came, left out for others.
+    gemini_extras: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

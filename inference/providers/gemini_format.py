@@ -143,8 +143,13 @@ def encode_request(request: ChatRequest) -> dict[str, Any]:
         if request.tool_choice is not None:
             body["toolConfig"] = {"functionCallingConfig": _calling_config(request.tool_choice)}
     config = _generation_config(request)
+    extras = request.sampling.gemini_extras
+    if "thinkingConfig" in extras:  # the client's own choice wins
+        config["thinkingConfig"] = extras["thinkingConfig"]
     if config:
         body["generationConfig"] = config
+    if "safetySettings" in extras:
+        body["safetySettings"] = extras["safetySettings"]
     return body
 
 

@@ -128,7 +128,7 @@ async def prepare_turn(
     user_id = resolve_user_id(client.claims, config, key)
     log.user, log.model = user_id, client.model
     if key is not None:
-        key.check_allows(client.model)
+        key.check_allows(config.target(client.model))
     options = parse_options(client.metadata)
     if operator := operator_caps(config.budgets, user_id):
         options = replace(options, caps=options.caps + operator)
@@ -193,7 +193,7 @@ async def _turn(
             param=client.conversation_param,
             code="missing_user_message",
         )
-    routing = route(config, client.model, user_id, stored.arms, engine.rng)
+    routing = route(config, config.target(client.model), user_id, stored.arms, engine.rng)
     log.agent, log.provider = routing.agent.name, routing.agent.provider
     log.experiment, log.variant = routing.experiment, routing.variant
     log.completion_id = f"{id_prefix}{uuid.uuid4().hex}"
@@ -274,7 +274,7 @@ def _before_the_call(
     history = load_history(user_id, client.model, config.history) if replays else []
     call_ids = [call.id for message in client.messages for call in message.tool_calls]
     exchanges = load_exchanges(user_id, call_ids, now)
-    arms = bandit_arms(config, client.model, now)
+    arms = bandit_arms(config, config.target(client.model), now)
     # Last: nothing that may fail comes between the reservation and its return.
     tokens, micro_usd = _reservation_size(config, client, history)
     reservation = admit(user_id, options.caps, tokens, now, key, micro_usd)
@@ -292,13 +292,13 @@ def _reads_nothing(
         and not (key is not None and key.limited)
         and not _replays(config, client, options)
         and not any(message.tool_calls for message in client.messages)
-        and config.experiment(client.model) is None
+        and config.experiment(config.target(client.model)) is None
     )
 
 
 def _replays(config: Config, client: ClientRequest, options: RequestOptions) -> bool:
     """Whether the turn starts from the user's stored history."""
-    agent = config.agent(client.model)
+    agent = config.agent(config.target(client.model))
     stateless = not options.history or (agent is not None and not agent.history)
     return not (client.manages_history or stateless)
 
@@ -309,8 +309,9 @@ def _reservation_size(
     """The estimated prompt plus the reply's limit, in tokens and in micro-USD at the
     dearest price of the agents the model may route to. The prompt: the longest preamble
     of those agents, the replayed history, the request's system part and its messages."""
-    agents = [config.agent(client.model)]
-    if (experiment := config.experiment(client.model)) is not None:
+    target = config.target(client.model)
+    agents = [config.agent(target)]
+    if (experiment := config.experiment(target)) is not None:
         agents = [config.agent(variant.agent) for variant in experiment.variants]
     served = [agent for agent in agents if agent is not None]
     preamble = max((estimate_tokens(agent.preamble) for agent in served), default=0)

@@ -33,13 +33,14 @@ async def list_models(request: InferenceRequest) -> HttpResponse:
 
 @api.get("/v1/models/{path:model_id}")
 async def retrieve_model(request: InferenceRequest, model_id: str) -> HttpResponse:
-    """An agent or an experiment (experiments are valid models, only not listed); a model
-    the request's key may not call is as unknown."""
+    """An agent, an experiment or an alias (valid models, only not listed); a model the
+    request's key may not call is as unknown."""
     holder = request.runtime.holder
     config = live_config(holder.config, holder.problems)
     key = request.api_key
-    known = any(find(model_id) for find in (config.agent, config.experiment, config.embedder))
-    if not known or (key is not None and not key.allows(model_id)):
+    target = config.target(model_id)
+    known = any(find(target) for find in (config.agent, config.experiment, config.embedder))
+    if not known or (key is not None and not key.allows(target)):
         raise ApiError(
             404, f"The model '{model_id}' does not exist", param="model", code="model_not_found"
         )

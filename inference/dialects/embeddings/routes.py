@@ -35,7 +35,7 @@ async def create_embeddings(request: InferenceRequest, payload: EmbeddingsIn) ->
     holder, engine = request.runtime.holder, request.runtime.engine
     config = live_config(holder.config, holder.problems)
     inputs = read_inputs(payload)
-    embedder = config.embedder(payload.model)
+    embedder = config.embedder(config.target(payload.model))
     if embedder is None:
         kind = "an agent" if config.agent(payload.model) else "not an embedder"
         raise invalid_request(
@@ -113,5 +113,5 @@ async def create_embeddings(request: InferenceRequest, payload: EmbeddingsIn) ->
     log.cost_usd = embedded.usage.cost_usd
     await engine.writer.write(settle, charge(embedded.usage))
     return json_response(
-        embeddings_body(embedder.name, embedded.vectors, embedded.usage, payload.encoding_format)
+        embeddings_body(payload.model, embedded.vectors, embedded.usage, payload.encoding_format)
     )

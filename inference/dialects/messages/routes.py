@@ -59,10 +59,11 @@ def _answering_agent(request: InferenceRequest, model: str) -> tuple[Config, Age
     one)."""
     holder = request.runtime.holder
     config = live_config(holder.config, holder.problems)
-    experiment = config.experiment(model)
-    agent = config.agent(experiment.variants[0].agent if experiment is not None else model)
+    target = config.target(model)
+    experiment = config.experiment(target)
+    agent = config.agent(experiment.variants[0].agent if experiment is not None else target)
     key = request.api_key
-    if agent is None or (key is not None and not key.allows(model)):
+    if agent is None or (key is not None and not key.allows(target)):
         raise ApiError(
             404, f"model: no agent or experiment is named '{model}'", code="model_not_found"
         )
