@@ -3,7 +3,6 @@ and its ``list`` of ``embedding`` objects (floats, or base64 of little-endian fl
 the SDK decodes)."""
 
 import base64
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field
@@ -11,8 +10,8 @@ from pydantic import Field
 from core.float32 import packed
 from inference.neutral.body import Lenient
 from inference.neutral.errors import invalid_request
-from inference.neutral.tokens import estimate_tokens
 from inference.neutral.types import Usage
+from inference.turn.embeddings import EmbeddingAsk
 
 MAX_INPUTS = 2048  # texts in one request, as OpenAI allows
 
@@ -25,22 +24,7 @@ class EmbeddingsIn(Lenient):
     user: str | None = None
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """What to embed: texts, or inputs the client tokenized itself (token arrays, which
-    LangChain's ``OpenAIEmbeddings`` sends by default), never both."""
-
-    texts: tuple[str, ...] = ()
-    token_arrays: tuple[tuple[int, ...], ...] = ()
-
-    @property
-    def estimated_tokens(self) -> int:
-        return sum(estimate_tokens(text) for text in self.texts) + sum(
-            len(tokens) for tokens in self.token_arrays
-        )
-
-
-def read_inputs(body: EmbeddingsIn) -> Inputs:
+def read_inputs(body: EmbeddingsIn) -> EmbeddingAsk:
     """``input`` as OpenAI takes it: a string, a list of strings, one token array (a list
     of integers), or a list of token arrays; every one non-empty."""
     given = body.input
@@ -65,8 +49,9 @@ def read_inputs(body: EmbeddingsIn) -> Inputs:
                 code="invalid_input",
             )
     if textual:
-        return Inputs(texts=tuple(items))
-    return Inputs(token_arrays=tuple(tuple(item) for item in items))
+        return EmbeddingAsk(body.model, texts=tuple(items), dimensions=body.dimensions)
+    arrays = tuple(tuple(item) for item in items)
+    return EmbeddingAsk(body.model, token_arrays=arrays, dimensions=body.dimensions)
 
 
 def _is_text(value: Any) -> bool:
