@@ -1,16 +1,18 @@
 """The dialects the gateway speaks, in one place: the middleware, the credential gate and
 the error mapping ask it which dialect a path belongs to, and the root URLconf mounts
-their routes. Order is the URL resolver's: the busiest first."""
+their routes. Order is the URL resolver's: Gemini's ``/v1/models/{model}:method`` before
+chat's ``/v1/models/{id}``, then the busiest first."""
 
 from django.urls import URLPattern, URLResolver, path
 
 from inference.dialects.chat.dialect import DIALECT as CHAT
 from inference.dialects.embeddings.dialect import DIALECT as EMBEDDINGS
+from inference.dialects.gemini.dialect import DIALECT as GEMINI
 from inference.dialects.messages.dialect import DIALECT as MESSAGES
 from inference.dialects.responses.dialect import DIALECT as RESPONSES
 from inference.serving.dialect import Dialect
 
-DIALECTS: tuple[Dialect, ...] = (CHAT, MESSAGES, RESPONSES, EMBEDDINGS)
+DIALECTS: tuple[Dialect, ...] = (GEMINI, CHAT, MESSAGES, RESPONSES, EMBEDDINGS)
 
 
 def dialect_of(path: str) -> Dialect | None:

@@ -20,8 +20,10 @@ class ReplyHeader:
 
 
 class ReplyFrames(Protocol):
-    """One streamed reply: its frames as the answer's events arrive, and the frame that
-    ends it when the turn fails after the first frame went out."""
+    """One streamed reply: its frames as the answer's events arrive, the frame that ends
+    it when the turn fails after the first frame went out, and its media type."""
+
+    content_type: str
 
     def frames(self, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]: ...
 

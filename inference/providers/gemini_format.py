@@ -87,6 +87,16 @@ class GeminiProvider(Provider):
         vectors = tuple(tuple(float(x) for x in item["values"]) for item in answer["embeddings"])
         return Embeddings(vectors, None)  # Gemini reports no usage for embeddings
 
+    async def count_tokens(self, request: ChatRequest) -> int | None:
+        """Gemini's own count of what the request would send."""
+        model = f"models/{request.model.removeprefix('models/')}"
+        asked = {"generateContentRequest": {"model": model, **encode_request(request)}}
+        answer = await self.post_json(self.model_url(request.model, "countTokens"), asked)
+        tokens = answer.get("totalTokens")
+        if not isinstance(tokens, int):
+            raise ProviderError(502, f"{self.name} returned a count without totalTokens")
+        return tokens
+
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         url = self.model_url(request.model, "generateContent")
         body = await self.post_json(url, encode_request(request))

@@ -7,6 +7,7 @@ it owns, its routes, how it reads credentials and how it renders an error. The r
 error mapping consult; nothing else knows a dialect's paths.
 """
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,9 +36,14 @@ class Dialect:
     api: NinjaAPI  # its routes, mounted at the root: their paths are whole
     error_shape: ErrorShape
     credentials: Credentials = bearer
+    # Paths it owns one by one, under another dialect's prefix (Gemini's /v1/models/…:).
+    paths: re.Pattern[str] | None = None
 
     def claim(self, path: str) -> int:
-        """How long the longest of its prefixes that owns ``path`` is (-1: none does)."""
+        """How long the longest of its prefixes that owns ``path`` is (-1: none does); a
+        path it owns by its pattern is claimed whole."""
+        if self.paths is not None and self.paths.fullmatch(path):
+            return len(path)
         return max(
             (
                 len(prefix)

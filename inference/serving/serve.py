@@ -48,7 +48,8 @@ async def serve(
     response: HttpResponseBase
     if client.stream:
         events = await runner.open_stream(turn)
-        response = event_stream(_frames(reply.stream(header), events, header))
+        frames = reply.stream(header)
+        response = event_stream(_frames(frames, events, header), frames.content_type)
     else:
         answer = await runner.complete(turn)
         body = reply.body(header, answer)
@@ -80,8 +81,10 @@ def json_response(body: dict[str, Any]) -> HttpResponse:
     return HttpResponse(fastjson.dumps(body), content_type="application/json")
 
 
-def event_stream(frames: AsyncIterator[bytes]) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(frames, content_type="text/event-stream")
+def event_stream(
+    frames: AsyncIterator[bytes], content_type: str = "text/event-stream"
+) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(frames, content_type=content_type)
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response

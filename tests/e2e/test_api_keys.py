@@ -16,6 +16,8 @@ import anthropic
 import httpx
 import openai
 import pytest
+from google import genai
+from google.genai import types as genai_types
 from playwright.sync_api import Page, expect
 
 from tests.browser import chromium_page, shot
@@ -545,3 +547,32 @@ def test_the_spend_page_charts_spend_per_day_by_agent(page: Page, server: Gatewa
     expect(page.get_by_role("link", name=f"key {created['id']}")).to_be_visible()
     expect(page.get_by_role("link", name=created["user"])).to_be_visible()
     shot(page, "spend")
+
+
+def test_the_gemini_api_takes_a_key_as_x_goog_api_key_or_key_parameter(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    created = mint(server)
+    options = genai_types.HttpOptions(base_url=server.url, api_version="v1beta")
+    client = genai.Client(api_key=created["key"], http_options=options)  # x-goog-api-key
+    fakes["openai"].script(Reply.of_text("Keyed."), Reply.of_text("By parameter."))
+
+    assert client.models.generate_content(model="assistant", contents="Hi").text == "Keyed."
+    body = {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}
+    by_parameter = httpx.post(
+        f"{server.url}/v1beta/models/assistant:generateContent",
+        params={"key": created["key"]},
+        json=body,
+        timeout=30,
+    )
+    assert by_parameter.status_code == 200, by_parameter.text
+    assert stored_history(server, created["user"])[0] == "By parameter."
+    refused = httpx.post(
+        f"{server.url}/v1beta/models/assistant:generateContent",
+        headers={"x-goog-api-key": "sk-gw-madeup0000000000000000000000000000000000"},
+        json=body,
+        timeout=30,
+    )
+    assert refused.status_code == 401
+    assert refused.json()["error"]["status"] == "UNAUTHENTICATED"
+    assert refused.headers["x-should-retry"] == "false"

@@ -182,6 +182,85 @@ messages_bodies = (
     | json_values
 )
 
+gemini_parts = st.fixed_dictionaries(
+    {},
+    optional={
+        "text": texts | json_values,
+        "thought": st.booleans() | json_values,
+        "inlineData": st.fixed_dictionaries(
+            {"mimeType": st.sampled_from(["image/png", "application/pdf"]) | texts},
+            optional={"data": texts},
+        )
+        | json_values,
+        "functionCall": st.fixed_dictionaries(
+            {"name": texts}, optional={"args": json_values, "id": texts}
+        )
+        | json_values,
+        "functionResponse": st.fixed_dictionaries(
+            {"name": texts}, optional={"response": json_values, "id": texts}
+        )
+        | json_values,
+        "thoughtSignature": texts,
+    },
+)
+gemini_contents = st.fixed_dictionaries(
+    {"parts": st.lists(gemini_parts, max_size=3) | json_values},
+    optional={"role": st.sampled_from(["user", "model", "function", "robot"]) | texts},
+)
+gemini_schemas = (
+    st.sampled_from([{"type": "OBJECT"}, {"type": "STRING", "nullable": True}, {"type": "NOPE"}])
+    | schemas
+)
+gemini_bodies = (
+    st.fixed_dictionaries(
+        {"contents": st.lists(gemini_contents, max_size=4) | json_values},
+        optional={
+            "systemInstruction": gemini_contents | json_values,
+            "tools": st.lists(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "functionDeclarations": st.lists(
+                            st.fixed_dictionaries(
+                                {"name": texts},
+                                optional={
+                                    "parameters": gemini_schemas,
+                                    "parametersJsonSchema": schemas,
+                                },
+                            ),
+                            max_size=2,
+                        )
+                        | json_values,
+                        "googleSearch": json_values,
+                    },
+                ),
+                max_size=2,
+            )
+            | json_values,
+            "toolConfig": st.fixed_dictionaries(
+                {"functionCallingConfig": json_values | st.just({"mode": "ANY"})}
+            )
+            | json_values,
+            "generationConfig": st.fixed_dictionaries(
+                {},
+                optional={
+                    "temperature": st.floats() | json_values,
+                    "maxOutputTokens": st.integers() | json_values,
+                    "candidateCount": st.integers(min_value=-1, max_value=3),
+                    "responseMimeType": st.sampled_from(["application/json", "text/x"]) | texts,
+                    "responseSchema": gemini_schemas,
+                    "thinkingConfig": json_values,
+                    "stopSequences": json_values,
+                },
+            )
+            | json_values,
+        },
+    )
+    | json_values
+)
+gemini_models = st.sampled_from(["openai-agent", "anthropic-agent", "openai-experiment", "nope"])
+gemini_methods = st.sampled_from(["generateContent", "streamGenerateContent", "countTokens"])
+
 
 def assert_in_contract(response: httpx.Response, path: str) -> None:
     assert response.status_code in DOCUMENTED, (response.status_code, response.text[:500])
@@ -190,6 +269,11 @@ def assert_in_contract(response: httpx.Response, path: str) -> None:
         assert '"api_error"' not in response.text, response.text[:500]
         return
     assert response.headers["content-type"].startswith("application/json"), response.text[:500]
+    if path.startswith("/v1beta"):
+        error = response.json()["error"]
+        assert set(error) == {"code", "message", "status"}, error
+        assert error["code"] == response.status_code and error["status"] != "INTERNAL", error
+        return
     if path.startswith("/v1/messages"):
         assert response.json()["type"] == "error", response.text[:500]
         error = response.json()["error"]
@@ -226,6 +310,24 @@ def test_generated_bodies_get_a_documented_status_and_never_a_server_error(
         @given(body=bodies)
         def check(body: Any) -> None:
             assert_in_contract(send(client, path, body), path)
+
+        check()
+    assert "Traceback" not in gateway.log()[logged:]
+
+
+def test_generated_gemini_bodies_get_a_documented_status_and_never_a_server_error(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream
+) -> None:
+    logged = len(gateway.log())
+    headers = {"Content-Type": "application/json", "X-User-Id": "fuzzed"}
+    with httpx.Client(base_url=gateway.url, timeout=30) as client:
+
+        @GENERATED
+        @given(body=gemini_bodies, model=gemini_models, method=gemini_methods)
+        def check(body: Any, model: str, method: str) -> None:
+            path = f"/v1beta/models/{model}:{method}"
+            response = client.post(path, content=json.dumps(body).encode(), headers=headers)
+            assert_in_contract(response, path)
 
         check()
     assert "Traceback" not in gateway.log()[logged:]

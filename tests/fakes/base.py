@@ -147,9 +147,16 @@ class FakeUpstream:
             for matches, reply in self._rules:
                 if matches(recorded):
                     return reply
-            if self.is_embedding(recorded):  # never takes a scripted chat reply
-                return Reply(raw_body=self.render_embeddings(recorded))
+            fixed = self.fixed_reply(recorded)
+            if fixed is not None:  # never takes a scripted chat reply
+                return fixed
             return self._script.pop(0) if self._script else self.default_reply(recorded)
+
+    def fixed_reply(self, recorded: Recorded) -> Reply | None:
+        """The answer of a call that is not a chat (embeddings, a token count)."""
+        if self.is_embedding(recorded):
+            return Reply(raw_body=self.render_embeddings(recorded))
+        return None
 
     def default_reply(self, recorded: Recorded) -> Reply:
         return Reply.of_text(f"You said: {self.last_user_text(recorded)}")

@@ -5,6 +5,7 @@ Function calls come with an id and a thought signature, as Gemini 3 models send 
 """
 
 import base64
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -37,12 +38,20 @@ ISSUED_SIGNATURES = {thought_signature(index) for index in range(16)} | {
 class GeminiUpstream(FakeUpstream):
     def next_reply(self, recorded: Recorded) -> Reply:
         reply = super().next_reply(recorded)
-        if self.is_embedding(recorded):
+        if self.fixed_reply(recorded) is not None:
             return reply
         return _rejection(recorded) or reply
 
     def is_embedding(self, recorded: Recorded) -> bool:
         return recorded.path.endswith(":batchEmbedContents")
+
+    def fixed_reply(self, recorded: Recorded) -> Reply | None:
+        """``countTokens``: one token a word of the request it is given."""
+        if recorded.path.endswith(":countTokens"):
+            asked = (recorded.body or {}).get("generateContentRequest") or {}
+            words = len(json.dumps(asked).split())
+            return Reply(raw_body={"totalTokens": words})
+        return super().fixed_reply(recorded)
 
     def render_embeddings(self, recorded: Recorded) -> dict[str, Any]:
         """Gemini's batchEmbedContents answer: values only, no usage."""

@@ -54,6 +54,8 @@ class ChatCompletionReply(ReplyFormat):
 
 
 class ChatCompletionFrames:
+    content_type = "text/event-stream"
+
     def __init__(self, header: ReplyHeader) -> None:
         self.header = header
 

@@ -58,6 +58,8 @@ class MessagesFrames:
     provider's stream has them in: a call's fragments are held until the text is over
     (the stream's end, or a call once text has come)."""
 
+    content_type = "text/event-stream"
+
     def __init__(self, header: ReplyHeader) -> None:
         self.header = header
         self.index = -1  # of the open block

@@ -85,6 +85,8 @@ class ResponsesReply:
 
 
 class ResponsesFrames:
+    content_type = "text/event-stream"
+
     def __init__(self, header: ReplyHeader, reply: ResponsesReply) -> None:
         self.header = header
         self.settings = reply.settings
