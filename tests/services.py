@@ -18,7 +18,7 @@ REDIS_ADDRESS = ("127.0.0.1", 6379)
 CHROMIUM = Path("/usr/bin/chromium")
 CLIENTS_PYTHON = PROJECT_DIR / ".venv-clients" / "bin" / "python"
 NODE_CLIENTS = PROJECT_DIR / "tests" / "clients" / "node_modules" / ".bin"
-CODING_AGENTS = ("claude", "codex")
+CODING_AGENTS = ("claude", "codex", "gemini")
 
 
 def _postgres() -> str | None:

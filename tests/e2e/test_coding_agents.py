@@ -1,5 +1,6 @@
-"""Claude Code and Codex CLI, as their users run them, pointed at the gateway: each
-finishes a task that needs a shell command, against an agent on a fake upstream."""
+"""Claude Code, Codex CLI and Gemini CLI, as their users run them, pointed at the gateway
+with the docs' recipes: each finishes a task that needs a shell command, against an agent
+on a fake upstream."""
 
 import json
 import subprocess
@@ -16,6 +17,19 @@ from tests.upstreams import shared_config
 
 pytestmark = [pytest.mark.clients, pytest.mark.node]
 MARK = "hello-from-the-shell"
+# The docs' recipes: every model name the coding agents send on their own is an alias.
+RECIPE_ALIASES = 'aliases:\n  "claude-*": anthropic-agent\n  "gemini-*": openai-agent\n'
+
+
+@pytest.fixture(scope="module")
+def recipe(
+    tmp_path_factory: pytest.TempPathFactory, upstreams: dict[str, FakeUpstream]
+) -> Iterator[GatewayServer]:
+    """A gateway configured as the docs' coding-agent recipes say."""
+    config = shared_config(upstreams) + RECIPE_ALIASES
+    server = GatewayServer(tmp_path_factory.mktemp("recipe"), config).start()
+    yield server
+    server.stop()
 
 
 def run_cli(
@@ -84,8 +98,10 @@ def test_codex_exec_runs_a_command_the_model_asked_for(
 
 
 def test_claude_code_runs_a_command_the_model_asked_for(
-    gateway: GatewayServer, fakes: dict[str, FakeUpstream], tmp_path: Path
+    recipe: GatewayServer, fakes: dict[str, FakeUpstream], tmp_path: Path
 ) -> None:
+    """No model variables: Claude Code's own model names (its main and its small fast
+    model) are aliases of one agent."""
     fake = fakes["anthropic"]
 
     def has_result(recorded: Recorded) -> bool:
@@ -105,11 +121,8 @@ def test_claude_code_runs_a_command_the_model_asked_for(
         Reply.of_tool_calls(("Bash", {"command": f"echo {MARK}", "description": "Print it"})),
     )
     env = {
-        "ANTHROPIC_BASE_URL": gateway.url,
+        "ANTHROPIC_BASE_URL": recipe.url,
         "ANTHROPIC_API_KEY": "any",
-        "ANTHROPIC_MODEL": "anthropic-agent",
-        "ANTHROPIC_SMALL_FAST_MODEL": "anthropic-agent",
-        "ANTHROPIC_DEFAULT_HAIKU_MODEL": "anthropic-agent",
         "DISABLE_TELEMETRY": "1",
         "DISABLE_AUTOUPDATER": "1",
     }
@@ -137,6 +150,76 @@ def test_claude_code_runs_a_command_the_model_asked_for(
         if block.get("type") == "tool_result"
     ]
     assert any(MARK in json.dumps(content) for content in results), results
+
+
+@pytest.mark.parametrize("model", [[], ["-m", "openai-agent"]], ids=["aliases", "agent"])
+def test_gemini_cli_runs_a_command_the_model_asked_for(
+    model: list[str],
+    recipe: GatewayServer,
+    openai_fake: FakeUpstream,
+    tmp_path: Path,
+    user_id: str,
+) -> None:
+    """Gemini CLI on an agent whose upstream speaks OpenAI's wire format: its function
+    call is run by the CLI and the result goes back as a ``functionResponse``. Without
+    ``-m`` it first asks its router model (flash-lite, for a JSON complexity score) and
+    then its pro model: both are aliases."""
+
+    def has_result(recorded: Recorded) -> bool:
+        return any(m.get("role") == "tool" for m in recorded.body.get("messages", []))
+
+    def offers_shell(recorded: Recorded) -> bool:
+        names = [tool["function"]["name"] for tool in recorded.body.get("tools") or []]
+        return "run_shell_command" in names
+
+    def asks_to_route(recorded: Recorded) -> bool:
+        return "complexity_score" in json.dumps(recorded.body.get("response_format"))
+
+    openai_fake.answer_when(
+        asks_to_route,
+        Reply.of_text('{"complexity_reasoning": "One command.", "complexity_score": 5}'),
+    )
+    openai_fake.answer_when(has_result, Reply.of_text(f"The shell said {MARK}."))
+    openai_fake.answer_when(
+        offers_shell,
+        Reply.of_tool_calls(("run_shell_command", {"command": f"echo {MARK}"})),
+    )
+    settings = tmp_path / ".gemini"
+    settings.mkdir()
+    (settings / "settings.json").write_text(
+        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}})
+    )
+    env = {
+        "GOOGLE_GEMINI_BASE_URL": recipe.url,
+        "GEMINI_API_KEY": "any",
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        "GEMINI_CLI_CUSTOM_HEADERS": f"X-User-Id: {user_id}",
+    }
+
+    result = run_cli(
+        [
+            "gemini",
+            *model,
+            "--approval-mode",
+            "yolo",
+            "-p",
+            "Run echo in the shell and tell me what it printed.",
+        ],
+        tmp_path,
+        env,
+    )
+
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert f"The shell said {MARK}." in result.stdout
+    outputs = [
+        message["content"]
+        for recorded in openai_fake.requests
+        for message in recorded.body.get("messages", [])
+        if message.get("role") == "tool"
+    ]
+    assert any(MARK in output for output in outputs), outputs
+    routed = [recorded for recorded in openai_fake.requests if asks_to_route(recorded)]
+    assert len(routed) == (0 if model else 1)
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ the model list, Google's error shape, and aliases."""
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,6 +19,7 @@ from tests.server import GatewayServer
 from tests.upstreams import FAKE_CLASSES, received, sent_tool_calls_and_results, shared_config
 
 KINDS = list(FAKE_CLASSES)  # all six
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 WEATHER = types.FunctionDeclaration(
     name="get_weather",
     description="Current weather of a city.",
@@ -169,7 +171,7 @@ def test_function_calls_go_back_with_args_and_their_responses_reach_every_upstre
 def test_a_gemini_schema_asks_for_structured_output_on_any_provider(
     server: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
 ) -> None:
-    """Gemini CLI's router asks with Gemini's upper-case schema types."""
+    """Gemini's own schema dialect: upper-case types, ``propertyOrdering``."""
     fakes["anthropic"].script(Reply.of_text('{"model_choice": "pro"}'))
     schema = {
         "type": "OBJECT",
@@ -190,6 +192,72 @@ def test_a_gemini_schema_asks_for_structured_output_on_any_provider(
 
     assert json.loads(answer.text or "") == {"model_choice": "pro"}
     assert '"model_choice"' in received("anthropic", fakes["anthropic"].last).system
+
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+def test_gemini_clis_first_request_is_served(
+    kind: str, server: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    """Gemini CLI 0.61's first request with ``-m`` as it sent it: a session context turn,
+    15 function declarations with ``parametersJsonSchema``, ``thinkingConfig``, SSE."""
+    captured = json.loads((FIXTURES / "gemini_cli_first_request.json").read_text())
+    fakes[kind].script(Reply.of_text("Ready."))
+
+    response = httpx.post(
+        f"{server.url}/v1beta/models/{kind}-agent:streamGenerateContent?alt=sse",
+        json=captured["body"],
+        headers={**captured["headers"], "x-goog-api-key": "any", "X-User-Id": user_id},
+        timeout=30,
+    )
+
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/event-stream")
+    chunks = [
+        json.loads(line.removeprefix("data: "))
+        for line in response.text.splitlines()
+        if line.startswith("data: ")
+    ]
+    text = "".join(
+        part.get("text", "")
+        for chunk in chunks
+        for part in chunk["candidates"][0]["content"]["parts"]
+    )
+    assert text == "Ready."
+    assert chunks[-1]["candidates"][0]["finishReason"] == "STOP"
+    sent = fakes[kind].last.body
+    declared = captured["body"]["tools"][0]["functionDeclarations"]
+    if kind == "gemini":
+        offered = sent["tools"][0]["functionDeclarations"]
+        assert sent["generationConfig"]["thinkingConfig"] == {"includeThoughts": True}
+    else:
+        offered = [tool["function"] for tool in sent["tools"]]
+        assert "thinkingConfig" not in json.dumps(sent)
+    assert [tool["name"] for tool in offered] == [tool["name"] for tool in declared]
+    assert "This is the Gemini CLI" in received(kind, fakes[kind].last).turns[0][1]
+
+
+def test_gemini_clis_router_request_is_structured_output_through_an_alias(
+    server: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    """Without ``-m``, Gemini CLI first asks ``gemini-3.5-flash-lite`` for a complexity
+    score, with upper-case types in ``responseJsonSchema``."""
+    captured = json.loads((FIXTURES / "gemini_cli_router_request.json").read_text())
+    score = {"complexity_reasoning": "One command.", "complexity_score": 5}
+    fakes["anthropic"].script(Reply.of_text(json.dumps(score)))
+
+    response = httpx.post(
+        f"{server.url}/v1beta/models/gemini-3.5-flash-lite:generateContent",
+        json=captured["body"],
+        headers={**captured["headers"], "x-goog-api-key": "any", "X-User-Id": user_id},
+        timeout=30,
+    )
+
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert json.loads(answer["candidates"][0]["content"]["parts"][0]["text"]) == score
+    system = received("anthropic", fakes["anthropic"].last).system
+    schema = json.loads(system.rsplit("\n", 1)[-1])  # the schema the reply must match
+    assert schema["properties"]["complexity_score"]["type"] == "integer"
 
 
 def test_thinking_and_safety_settings_reach_gemini_upstreams_only(

@@ -458,6 +458,21 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         "embedders[1].name: duplicate name 'embed'",
     ),
     (
+        "alias of nothing configured",
+        _set("aliases", {"claude-*": "coder"}),
+        "aliases['claude-*']: 'coder' is not an agent, experiment or embedder",
+    ),
+    (
+        "alias that is a configured name",
+        _set("aliases", {"billing": "support"}),
+        "aliases['billing']: 'billing' is an agent, experiment or embedder already",
+    ),
+    (
+        "star inside an alias",
+        _set("aliases", {"gemini-*-lite": "support"}),
+        "aliases['gemini-*-lite']: '*' may only end an alias (a prefix)",
+    ),
+    (
         "max_tools below 1",
         _set("limits", {"max_tools": 0}),
         "limits.max_tools: input should be greater than or equal to 1",
@@ -721,3 +736,20 @@ def test_api_keys_switch_on_alone_or_as_the_original_formats_tokens() -> None:
     assert problems_after(lambda data: data.update(auth={"admin": {"api_keys": True}})) == [
         "auth.admin.api_keys: API keys are for auth.proxy only"
     ]
+
+
+def test_an_alias_resolves_exact_first_then_the_longest_prefix_and_names_win() -> None:
+    data = valid_config()
+    data["aliases"] = {
+        "*": "other",
+        "gemini-*": "billing",
+        "gemini-2.5-*": "support",
+        "gemini-2.5-flash-lite": "other",
+    }
+    config = load_config_data(data)
+
+    assert config.target("gemini-2.5-flash-lite") == "other"
+    assert config.target("gemini-2.5-pro") == "support"
+    assert config.target("gemini-3-pro") == "billing"
+    assert config.target("gpt-4o") == "other"
+    assert config.target("support") == "support"

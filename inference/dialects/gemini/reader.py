@@ -15,7 +15,7 @@ from typing import Any
 
 from agents.schema import LimitsConfig
 from inference.dialects.gemini.body import Content, GenerateContentIn
-from inference.dialects.gemini.schema import json_schema
+from inference.dialects.gemini.schema import json_schema, lower_case_types
 from inference.neutral import readers
 from inference.neutral.errors import invalid_request
 from inference.neutral.request import Claims, ClientRequest, ToolOffer
@@ -256,7 +256,8 @@ def read_tools(tools: list[dict[str, Any]], limit: int) -> tuple[readers.ToolLis
 
 def _parameters(declaration: dict[str, Any], where: str) -> tuple[Any, str]:
     if "parametersJsonSchema" in declaration:
-        return declaration["parametersJsonSchema"], f"{where}.parametersJsonSchema"
+        schema = lower_case_types(declaration["parametersJsonSchema"])
+        return schema, f"{where}.parametersJsonSchema"
     return json_schema(declaration.get("parameters")), f"{where}.parameters"
 
 
@@ -358,7 +359,8 @@ def _response_format(config: dict[str, Any]) -> ResponseFormat | None:
             code="invalid_response_format",
         )
     if "responseJsonSchema" in config:
-        schema, param = config["responseJsonSchema"], "generationConfig.responseJsonSchema"
+        schema = lower_case_types(config["responseJsonSchema"])
+        param = "generationConfig.responseJsonSchema"
     elif "responseSchema" in config:
         schema, param = json_schema(config["responseSchema"]), "generationConfig.responseSchema"
     else:

@@ -1,6 +1,8 @@
 """Gemini's ``Schema`` (its OpenAPI 3.0 subset, types in upper case: ``OBJECT``,
 ``STRING``) as the JSON Schema the gateway checks and every provider takes. Gemini CLI's
-router asks with such schemas; SDKs may spell keys in snake case."""
+router asks with such schemas; SDKs may spell keys in snake case. Its JSON Schema fields
+(``responseJsonSchema``, ``parametersJsonSchema``) are JSON Schema, but Google takes the
+upper-case type names there too, and Gemini CLI sends them."""
 
 from typing import Any
 
@@ -14,6 +16,7 @@ _RENAMED = {
     "min_properties": "minProperties",
 }
 _DROPPED = {"propertyOrdering", "property_ordering", "nullable"}
+_JSON_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
 
 
 def json_schema(schema: Any) -> Any:
@@ -39,3 +42,24 @@ def json_schema(schema: Any) -> Any:
 def _type(value: str, nullable: bool) -> str | list[str]:
     name = value.lower()
     return [name, "null"] if nullable and name != "null" else name
+
+
+def lower_case_types(schema: Any) -> Any:
+    """A JSON Schema with type names in upper case (``"OBJECT"``) in JSON Schema's case;
+    nothing else changes."""
+    if isinstance(schema, list):
+        return [lower_case_types(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: _json_type(value) if key == "type" else lower_case_types(value)
+        for key, value in schema.items()
+    }
+
+
+def _json_type(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_json_type(item) for item in value]
+    if isinstance(value, str) and value.lower() in _JSON_TYPES:
+        return value.lower()
+    return lower_case_types(value)
