@@ -3,6 +3,7 @@ real server with the official ``google-genai`` SDK: generation, streams (SSE and
 array), history, function calling both ways, structured output, token counts, embeddings,
 the model list, Google's error shape, and aliases."""
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from tests.fakes.base import FakeUpstream, Reply, fake_vector
+from tests.fakes.gemini_upstream import thought_signature
 from tests.server import GatewayServer
 from tests.upstreams import FAKE_CLASSES, received, sent_tool_calls_and_results, shared_config
 
@@ -101,6 +103,38 @@ def test_a_stream_comes_as_server_sent_events(
     assert last.usage_metadata is not None and last.usage_metadata.total_token_count == 18
 
 
+@pytest.mark.parametrize("kind", ["gemini", "openai"])
+def test_a_streamed_function_call_comes_whole_with_its_signature(
+    kind: str, server: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    fakes[kind].script(Reply.of_tool_calls(("get_weather", {"city": "Oslo"})))
+    client = gemini(server, user_id)
+    config = types.GenerateContentConfig(
+        tools=[types.Tool(function_declarations=[WEATHER])],
+        automatic_function_calling=NO_AUTOMATIC_CALLS,
+    )
+
+    chunks = list(
+        client.models.generate_content_stream(
+            model=f"{kind}-agent", contents="Weather in Oslo?", config=config
+        )
+    )
+
+    parts = [
+        part
+        for chunk in chunks
+        for part in (chunk.candidates or [])[0].content.parts or []
+        if part.function_call is not None
+    ]
+    assert [(part.function_call.name, part.function_call.args) for part in parts] == [
+        ("get_weather", {"city": "Oslo"})
+    ]
+    signature = thought_signature(0).encode() if kind == "gemini" else None
+    assert [part.thought_signature for part in parts] == [
+        base64.b64decode(signature) if signature else None
+    ]
+
+
 def test_a_stream_without_alt_sse_is_one_json_array(
     server: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
 ) -> None:
@@ -166,6 +200,8 @@ def test_function_calls_go_back_with_args_and_their_responses_reach_every_upstre
         ("get_weather", {"city": "Oslo"})
     ]
     assert [text for _, text in results] == ["-3 °C"]
+    if kind == "gemini":  # the upstream's own thought signature went there and back
+        assert [signature for *_, signature in calls] == [thought_signature(0)]
 
 
 def test_a_gemini_schema_asks_for_structured_output_on_any_provider(

@@ -68,26 +68,26 @@ class GeminiFrames:
         self.model = header.model
 
     async def frames(self, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
-        calls: dict[int, list[str]] = {}  # stream index → [id, name, arguments so far]
+        calls: dict[int, ToolCall] = {}  # stream index → the call so far
         finish = Finish("stop")
         usage = Usage()
         async for event in events:
             if isinstance(event, TextDelta) and event.text:
                 yield self._frame(self._response([{"text": event.text}]))
             elif isinstance(event, ToolCallDelta):
-                call = calls.setdefault(event.index, ["", "", ""])
-                call[0] = event.id or call[0]
-                call[1] = event.name or call[1]
-                call[2] += event.arguments
+                call = calls.get(event.index, ToolCall("", "", ""))
+                calls[event.index] = ToolCall(
+                    event.id or call.id,
+                    event.name or call.name,
+                    call.arguments + event.arguments,
+                    signature=event.signature or call.signature,
+                )
             elif isinstance(event, Finish):
                 finish = event
                 self.model = event.response_model or self.model
             elif isinstance(event, UsageReport):
                 usage = event.usage
-        parts = [
-            _function_call(ToolCall(call_id, name, arguments))
-            for call_id, name, arguments in calls.values()
-        ]
+        parts = [_function_call(call) for call in calls.values()]
         last = self._response(parts)
         last["candidates"][0]["finishReason"] = _FINISH_REASONS[finish.reason]
         last["usageMetadata"] = usage_metadata(usage)
@@ -136,6 +136,10 @@ def usage_metadata(usage: Usage) -> dict[str, Any]:
 
 
 def _function_call(call: ToolCall) -> dict[str, Any]:
-    return {
-        "functionCall": {"id": call.id, "name": call.name, "args": arguments_object(call.arguments)}
-    }
+    """A call as a part, with the thought signature a Gemini upstream gave it: the client
+    sends it back with the call, and Gemini checks it."""
+    arguments = arguments_object(call.arguments)
+    part: dict[str, Any] = {"functionCall": {"id": call.id, "name": call.name, "args": arguments}}
+    if call.signature:
+        part["thoughtSignature"] = call.signature
+    return part
