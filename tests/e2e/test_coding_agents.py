@@ -17,8 +17,14 @@ from tests.upstreams import shared_config
 
 pytestmark = [pytest.mark.clients, pytest.mark.node]
 MARK = "hello-from-the-shell"
-# The docs' recipes: every model name the coding agents send on their own is an alias.
-RECIPE_ALIASES = 'aliases:\n  "claude-*": anthropic-agent\n  "gemini-*": openai-agent\n'
+# The docs' recipes: an agent with history off (a coding agent sends the whole
+# conversation every time), and every model name the coding agent sends on its own an
+# alias of it.
+RECIPE_AGENTS = (
+    "  - {name: coder, provider: anthropic, model: claude-model-1, history: false}\n"
+    "  - {name: gemini-coder, provider: openai, model: gpt-model-1, history: false}\n"
+)
+RECIPE_ALIASES = 'aliases:\n  "claude-*": coder\n  "gemini-*": gemini-coder\n'
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +32,8 @@ def recipe(
     tmp_path_factory: pytest.TempPathFactory, upstreams: dict[str, FakeUpstream]
 ) -> Iterator[GatewayServer]:
     """A gateway configured as the docs' coding-agent recipes say."""
-    config = shared_config(upstreams) + RECIPE_ALIASES
+    shared = shared_config(upstreams)
+    config = shared.replace("embedders:\n", RECIPE_AGENTS + "embedders:\n", 1) + RECIPE_ALIASES
     server = GatewayServer(tmp_path_factory.mktemp("recipe"), config).start()
     yield server
     server.stop()
@@ -150,9 +157,10 @@ def test_claude_code_runs_a_command_the_model_asked_for(
         if block.get("type") == "tool_result"
     ]
     assert any(MARK in json.dumps(content) for content in results), results
+    assert {recorded.body["model"] for recorded in fake.requests} == {"claude-model-1"}
 
 
-@pytest.mark.parametrize("model", [[], ["-m", "openai-agent"]], ids=["aliases", "agent"])
+@pytest.mark.parametrize("model", [[], ["-m", "gemini-coder"]], ids=["aliases", "agent"])
 def test_gemini_cli_runs_a_command_the_model_asked_for(
     model: list[str],
     recipe: GatewayServer,
@@ -220,6 +228,7 @@ def test_gemini_cli_runs_a_command_the_model_asked_for(
     assert any(MARK in output for output in outputs), outputs
     routed = [recorded for recorded in openai_fake.requests if asks_to_route(recorded)]
     assert len(routed) == (0 if model else 1)
+    assert {recorded.body["model"] for recorded in openai_fake.requests} == {"gpt-model-1"}
 
 
 @pytest.fixture(scope="module")
