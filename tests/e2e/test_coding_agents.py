@@ -57,6 +57,16 @@ def answered_a_tool(recorded: Recorded) -> bool:
     return MARK in json.dumps(recorded.body) and "tool" in json.dumps(recorded.body)
 
 
+def tool_outputs(fake: FakeUpstream) -> list[str]:
+    """The tool results an OpenAI-format upstream was sent."""
+    return [
+        message["content"]
+        for recorded in fake.requests
+        for message in recorded.body.get("messages", [])
+        if message.get("role") == "tool"
+    ]
+
+
 def test_codex_exec_runs_a_command_the_model_asked_for(
     gateway: GatewayServer, openai_fake: FakeUpstream, tmp_path: Path, user_id: str
 ) -> None:
@@ -95,12 +105,7 @@ def test_codex_exec_runs_a_command_the_model_asked_for(
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"The shell said {MARK}." in result.stdout
-    outputs = [
-        message["content"]
-        for recorded in openai_fake.requests
-        for message in recorded.body.get("messages", [])
-        if message.get("role") == "tool"
-    ]
+    outputs = tool_outputs(openai_fake)
     assert any(MARK in output for output in outputs), outputs
 
 
@@ -219,12 +224,7 @@ def test_gemini_cli_runs_a_command_the_model_asked_for(
 
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert f"The shell said {MARK}." in result.stdout
-    outputs = [
-        message["content"]
-        for recorded in openai_fake.requests
-        for message in recorded.body.get("messages", [])
-        if message.get("role") == "tool"
-    ]
+    outputs = tool_outputs(openai_fake)
     assert any(MARK in output for output in outputs), outputs
     routed = [recorded for recorded in openai_fake.requests if asks_to_route(recorded)]
     assert len(routed) == (0 if model else 1)

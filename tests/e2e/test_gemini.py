@@ -58,6 +58,17 @@ def gemini(server: GatewayServer, user: str, version: str = "v1beta") -> genai.C
     return genai.Client(api_key="any-key", http_options=options)
 
 
+def replay(server: GatewayServer, fixture: str, method: str, user: str) -> httpx.Response:
+    """A request Gemini CLI sent, kept in ``tests/fixtures``, sent again to ``method``."""
+    captured = json.loads((FIXTURES / fixture).read_text())
+    return httpx.post(
+        f"{server.url}/v1beta/models/{method}",
+        json=captured["body"],
+        headers={**captured["headers"], "x-goog-api-key": "any", "X-User-Id": user},
+        timeout=30,
+    )
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_content_is_generated_by_an_agent_of_every_kind_and_remembered(
     kind: str, server: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
@@ -236,14 +247,13 @@ def test_gemini_clis_first_request_is_served(
 ) -> None:
     """Gemini CLI 0.61's first request with ``-m`` as it sent it: a session context turn,
     15 function declarations with ``parametersJsonSchema``, ``thinkingConfig``, SSE."""
-    captured = json.loads((FIXTURES / "gemini_cli_first_request.json").read_text())
     fakes[kind].script(Reply.of_text("Ready."))
 
-    response = httpx.post(
-        f"{server.url}/v1beta/models/{kind}-agent:streamGenerateContent?alt=sse",
-        json=captured["body"],
-        headers={**captured["headers"], "x-goog-api-key": "any", "X-User-Id": user_id},
-        timeout=30,
+    response = replay(
+        server,
+        "gemini_cli_first_request.json",
+        f"{kind}-agent:streamGenerateContent?alt=sse",
+        user_id,
     )
 
     assert response.status_code == 200, response.text
@@ -261,6 +271,7 @@ def test_gemini_clis_first_request_is_served(
     assert text == "Ready."
     assert chunks[-1]["candidates"][0]["finishReason"] == "STOP"
     sent = fakes[kind].last.body
+    captured = json.loads((FIXTURES / "gemini_cli_first_request.json").read_text())
     declared = captured["body"]["tools"][0]["functionDeclarations"]
     if kind == "gemini":
         offered = sent["tools"][0]["functionDeclarations"]
@@ -277,15 +288,14 @@ def test_gemini_clis_router_request_is_structured_output_through_an_alias(
 ) -> None:
     """Without ``-m``, Gemini CLI first asks ``gemini-3.5-flash-lite`` for a complexity
     score, with upper-case types in ``responseJsonSchema``."""
-    captured = json.loads((FIXTURES / "gemini_cli_router_request.json").read_text())
     score = {"complexity_reasoning": "One command.", "complexity_score": 5}
     fakes["anthropic"].script(Reply.of_text(json.dumps(score)))
 
-    response = httpx.post(
-        f"{server.url}/v1beta/models/gemini-3.5-flash-lite:generateContent",
-        json=captured["body"],
-        headers={**captured["headers"], "x-goog-api-key": "any", "X-User-Id": user_id},
-        timeout=30,
+    response = replay(
+        server,
+        "gemini_cli_router_request.json",
+        "gemini-3.5-flash-lite:generateContent",
+        user_id,
     )
 
     assert response.status_code == 200, response.text
