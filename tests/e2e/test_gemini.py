@@ -44,7 +44,13 @@ def server(
         '  "gemini-3*": anthropic-agent\n'
         "  text-embedding-004: openai-embedder\n"
     )
-    config = shared_config(upstreams) + aliases
+    money = (
+        "pricing:\n"
+        '  "openai/openai-model-1": {input: 1.0, output: 2.0}\n'
+        "budgets:\n"
+        "  users: {frugal: {tokens_per_day: 10}}\n"
+    )
+    config = shared_config(upstreams) + aliases + money
     gateway = GatewayServer(tmp_path_factory.mktemp("gemini"), config).start()
     yield gateway
     gateway.stop()
@@ -511,3 +517,44 @@ def test_an_upstream_failure_is_a_google_error(
         client.models.generate_content(model="openai-agent", contents="Hi")
 
     assert raised.value.code == 429 and raised.value.status == "RESOURCE_EXHAUSTED"
+
+
+def test_cost_is_in_the_usage_and_an_experiment_answers(
+    server: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    """The fake counts 11 prompt and 7 completion tokens: 11 at $1 and 7 at $2 per million."""
+    fakes["openai"].script(Reply.of_text("Priced."), Reply.of_text("Routed."))
+
+    priced = httpx.post(
+        f"{server.url}/v1beta/models/openai-agent:generateContent",
+        json={"contents": [{"parts": [{"text": "Hi"}]}]},
+        headers={"X-User-Id": user_id},
+        timeout=30,
+    )
+    client = gemini(server, user_id)  # kept: a client it no longer has is closed
+    routed = client.models.generate_content(model="openai-experiment", contents="Hi")
+
+    usage = priced.json()["usageMetadata"]
+    assert (usage["promptTokenCount"], usage["candidatesTokenCount"]) == (11, 7)
+    assert usage["cost"] == pytest.approx(25e-6)
+    assert routed.text == "Routed."
+    assert received("openai", fakes["openai"].last).model == "openai-model-1"
+
+
+def test_a_spent_budget_is_resource_exhausted_with_retry_after(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    """The user ``frugal`` may use 10 tokens a day: the first ask fits, its answer uses 18."""
+    fakes["openai"].script(Reply.of_text("Once."))
+    body = {"contents": [{"parts": [{"text": "Hi"}]}]}
+    url = f"{server.url}/v1beta/models/openai-agent:generateContent"
+    headers = {"X-User-Id": "frugal"}
+
+    first = httpx.post(url, json=body, headers=headers, timeout=30)
+    second = httpx.post(url, json=body, headers=headers, timeout=30)
+
+    assert first.status_code == 200, first.text
+    assert second.status_code == 429, second.text
+    assert second.json()["error"]["status"] == "RESOURCE_EXHAUSTED"
+    assert int(second.headers["Retry-After"]) > 0
+    assert len(fakes["openai"].requests) == 1

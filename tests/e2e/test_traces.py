@@ -284,6 +284,27 @@ def test_judges_are_in_the_replys_trace(
     assert one(spans, "chat gemini-judge").parent_id == judge.span_id
 
 
+def test_a_gemini_request_is_traced_and_judged_like_any_other(
+    server: GatewayServer, fakes: dict[str, FakeUpstream], collector: Collector
+) -> None:
+    trace_id, _, traceparent = new_trace()
+    fakes["openai"].script(Reply.of_text("Paris."))
+    fakes["gemini"].script(Reply.of_text(json.dumps(VERDICT)))
+
+    response = httpx.post(
+        f"{server.url}/v1beta/models/judged:generateContent",
+        json={"contents": [{"role": "user", "parts": [{"text": "Capital of France?"}]}]},
+        headers={"traceparent": traceparent, "X-User-Id": "gemini-tracer"},
+        timeout=30,
+    )
+
+    assert response.status_code == 200, response.text
+    spans = collector.wait_for_trace(trace_id, {"invoke_agent critic", "chat gemini-judge"})
+    root = one(spans, "POST /v1beta/models/judged:generateContent")
+    assert one(spans, "invoke_agent judged").parent_id == root.span_id
+    assert one(spans, "invoke_agent critic").parent_id == root.span_id
+
+
 def test_a_request_without_traceparent_starts_its_own_trace_and_exports_with_headers(
     server: GatewayServer, collector: Collector
 ) -> None:
