@@ -7,9 +7,9 @@ from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
 from adminui.context import AdminRequest
-from adminui.editing import config_file, mcp_state, prices, provider_state, revisions
+from adminui.editing import cache_rates, config_file, mcp_state, prices, provider_state, revisions
 from adminui.editing.collections import Column, ItemDetails, collection_router
-from adminui.records import keys, live, memories, overview, requests, scores, spend
+from adminui.records import cache, keys, live, memories, overview, requests, scores, spend
 from adminui.rendering.bodies import AdminParser, BodyError
 from adminui.rendering.errors import AdminError, error_response, refusal
 from adminui.schemas import McpServerCreate, ProviderCreate
@@ -48,9 +48,12 @@ api.add_router("", overview.router)
 api.add_router("", scores.router)
 agent_details = ItemDetails("adminui/_agent_results.html", scores.agent_results)
 agent_prices = Column("Price", prices.summaries)
+agent_caches = Column("Cache (24 h)", cache_rates.summaries)
 api.add_router(
     "/agents",
-    collection_router(AGENTS, AGENTS.schema, column=agent_prices, details=agent_details),
+    collection_router(
+        AGENTS, AGENTS.schema, columns=(agent_prices, agent_caches), details=agent_details
+    ),
 )
 api.add_router("/judges", collection_router(JUDGES, JUDGES.schema))
 experiment_details = ItemDetails("adminui/_experiment_results.html", scores.experiment_results)
@@ -58,11 +61,11 @@ experiments_router = collection_router(EXPERIMENTS, EXPERIMENTS.schema, details=
 scores.add_stats_route(experiments_router)
 api.add_router("/experiments", experiments_router)
 provider_states = Column("State", provider_state.summaries, "no deployment", "providers_state")
-providers_router = collection_router(PROVIDERS, ProviderCreate, column=provider_states)
+providers_router = collection_router(PROVIDERS, ProviderCreate, columns=(provider_states,))
 provider_state.add_state_route(providers_router)
 api.add_router("/providers", providers_router)
 mcp_states = Column("State", mcp_state.summaries, "not running", "mcp_state")
-mcp_router = collection_router(MCP, McpServerCreate, column=mcp_states)
+mcp_router = collection_router(MCP, McpServerCreate, columns=(mcp_states,))
 mcp_state.add_state_route(mcp_router)
 api.add_router("/mcp", mcp_router)
 api.add_router("", config_file.router)
@@ -72,6 +75,7 @@ api.add_router("", keys.router)
 api.add_router("", spend.router)
 api.add_router("", requests.router)
 api.add_router("", memories.router)
+api.add_router("", cache.router)
 
 
 @api.exception_handler(AdminError)

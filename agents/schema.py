@@ -122,6 +122,26 @@ class MemoryConfig(Section):
     )
 
 
+class AgentCacheConfig(Finite):
+    """An agent's response cache (docs/caching.md): its model calls answered from earlier
+    identical (or, semantic, similar) ones, without calling the upstream."""
+
+    mode: Literal["exact", "semantic"]
+    ttl: int = Field(default=3600, ge=1, description="Seconds an answer is kept.")
+    scope: Literal["user", "key", "global"] = Field(
+        default="user", description="Whose answers a request may get: its user's, key's, or any."
+    )
+    similarity: float = Field(
+        default=0.95, gt=0, le=1, description="Semantic: the least cosine similarity of a hit."
+    )
+    embedder: str | None = Field(
+        default=None, description="Semantic: the embedder of the last user message."
+    )
+    min_score: float | None = Field(
+        default=None, ge=0, le=10, description="A judge score below it forgets the answer."
+    )
+
+
 class AgentConfig(Served):
     name: str
     preamble: str = ""
@@ -133,6 +153,7 @@ class AgentConfig(Served):
     history: bool = Field(
         default=True, description="Our extension: false = nothing replayed or stored."
     )
+    cache: AgentCacheConfig | None = None
 
 
 class JudgeConfig(Served):
@@ -263,6 +284,14 @@ class TelemetryConfig(Finite):
     retention_days: float = Field(default=7, gt=0)
 
 
+class CacheConfig(Section):
+    """Our extension: what every agent's response cache shares (docs/caching.md)."""
+
+    max_entries: int = Field(
+        default=100_000, ge=1, description="Answers kept; the least recently used go first."
+    )
+
+
 class EmbedderConfig(Section):
     """A model that turns text into vectors (``POST /v1/embeddings``, docs/embeddings.md),
     on an OpenAI-format provider, Gemini or Cohere."""
@@ -290,6 +319,7 @@ class Config(Section):
     pricing: dict[str, PriceConfig] = {}
     budgets: BudgetsConfig = BudgetsConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    cache: CacheConfig = CacheConfig()
     aliases: dict[str, str] = Field(
         default={},
         description="Our extension: model names clients send (exact, or a prefix ending in "

@@ -33,6 +33,7 @@ def cross_validate(config: Config) -> list[str]:
         *_check_pricing(config),
         *_check_embedders(config),
         *_check_memory(config),
+        *_check_caches(config),
         *_check_aliases(config),
     ]
 
@@ -340,6 +341,26 @@ def _check_embedders(config: Config) -> Iterator[str]:
                 f"{path}: provider '{embedder.provider}' is of kind {kind}, which serves no "
                 f"embeddings (the kinds that do: {', '.join(EMBEDDING_KINDS)})"
             )
+
+
+def _check_caches(config: Config) -> Iterator[str]:
+    embedders = {embedder.name for embedder in config.embedders}
+    for index, agent in enumerate(config.agents):
+        cache = agent.cache
+        if cache is None:
+            continue
+        path = f"agents[{index}].cache"
+        if cache.mode == "semantic" and cache.embedder is None:
+            yield f"{path}.embedder: required with mode 'semantic'"
+        elif cache.embedder is not None and cache.embedder not in embedders:
+            yield f"{path}.embedder: embedder '{cache.embedder}' is not defined"
+        if cache.scope == "global" and (agent.history or agent.memory is not None):
+            yield (
+                f"{path}.scope: 'global' needs history: false and no memory (an answer would "
+                "carry one user's conversation to another)"
+            )
+        if cache.min_score is not None and not agent.judges:
+            yield f"{path}.min_score: needs a judge on the agent (its scores decide)"
 
 
 def _check_aliases(config: Config) -> Iterator[str]:

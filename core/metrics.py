@@ -53,6 +53,16 @@ COST = Counter(
     "that answered (calls without a known price are not counted)",
     ["agent", "provider", "model"],
 )
+CACHE_REQUESTS = Counter(
+    "gateway_cache_requests",
+    "Requests to agents with a response cache, by agent and result (hit, miss, bypass)",
+    ["agent", "result"],
+)
+CACHE_SAVED = Counter(
+    "gateway_cache_saved_usd",
+    "USD the response cache saved: what its answers cost when first paid, by agent",
+    ["agent"],
+)
 BUDGET_REFUSALS = Counter("gateway_budget_refusals", "Requests refused by a token budget")
 QUOTA_REFUSALS = Counter(
     "gateway_quota_refusals",
@@ -120,6 +130,10 @@ def observe_request(log: RequestLog) -> None:
     if log.cost_usd:
         provider, _, model = log.upstream.partition("/")
         COST.labels(log.agent, provider, model).inc(log.cost_usd)
+    if log.cache:
+        CACHE_REQUESTS.labels(log.agent, log.cache).inc()
+    if log.saved_usd:
+        CACHE_SAVED.labels(log.agent).inc(log.saved_usd)
     if log.error.startswith("upstream_"):
         UPSTREAM_ERRORS.labels(log.provider, log.error).inc()
     elif log.error in BUDGET_REFUSAL_CODES:

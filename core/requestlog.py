@@ -27,6 +27,8 @@ class RequestLog:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = 0.0  # None: a call of the turn has no known price
+    cache: str = ""  # a cached agent's: hit, miss or bypass (X-Gateway-Cache)
+    saved_usd: float = 0.0  # what the response cache saved the turn
     status: int = 0
     error: str = ""
     latency_ms: float = 0.0

@@ -20,7 +20,8 @@ class StoredMessage(models.Model):
 class LedgerEntry(models.Model):
     """Tokens and cost of a turn, billed to its user (``kind`` "turn"), or of a judge or
     shadow run after it, charged to the agent and experiment only ("judge", "shadow":
-    never counted in a user's or key's budget)."""
+    never counted in a user's or key's budget). A turn answered wholly from the response
+    cache is a "cache_hit": its tokens as first paid, cost 0, counted only as a request."""
 
     user_id = models.CharField(max_length=255)
     agent = models.CharField(max_length=255)
@@ -39,7 +40,9 @@ class LedgerEntry(models.Model):
     # Millionths of a USD for all of the turn's calls (None: one of them has no known price).
     cost_micro_usd = models.BigIntegerField(null=True, blank=True)
     api_key_id = models.IntegerField(null=True, blank=True)  # the minted key that paid
-    kind = models.CharField(max_length=8, default="turn", db_default="turn")
+    kind = models.CharField(max_length=16, default="turn", db_default="turn")
+    # What the response cache saved the turn: the cost its answers had when first paid.
+    saved_micro_usd = models.BigIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -233,3 +236,30 @@ class Erasure(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["digest", "erased_at"], name="erasure_lookup")]
+
+
+class CachedReply(models.Model):
+    """A model call's complete reply, kept by the response cache (docs/caching.md) under
+    the SHA-256 of the call (``inference.cache.keys``); ``context``: the same without the
+    last user message's text, and ``vector`` that text's embedding (semantic lookups).
+    ``user_id``: whose request paid for it (purges and erasure)."""
+
+    key = models.CharField(max_length=64, unique=True)
+    context = models.CharField(max_length=64)
+    agent = models.CharField(max_length=255)
+    user_id = models.CharField(max_length=255)
+    reply = models.TextField()  # JSON (inference.cache.entries)
+    vector = models.BinaryField(null=True)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField()  # the last hit (or the store): eviction goes by it
+    hits = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["context", "expires_at"], name="cache_context"),
+            models.Index(fields=["agent", "user_id"], name="cache_owner"),
+            models.Index(fields=["user_id"], name="cache_user"),
+            models.Index(fields=["used_at"], name="cache_use"),
+            models.Index(fields=["expires_at"], name="cache_expiry"),
+        ]

@@ -60,11 +60,12 @@ class ItemDetails:
 def collection_router(
     resource: Resource,
     create_schema: type[BaseModel],
-    column: Column | None = None,
+    columns: tuple[Column, ...] = (),
     details: ItemDetails | None = None,
 ) -> Router:
-    """The collection's routes; ``column`` adds a column to its pages (a live state),
-    ``details`` more to each entry's page (an agent's scores, an experiment's results)."""
+    """The collection's routes; ``columns`` add columns to its pages (a live state, a
+    price), ``details`` more to each entry's page (an agent's scores, an experiment's
+    results)."""
     section, singular, key_name = resource.section, resource.singular, resource.key_field
     schema = resource.schema
     listing = list[schema] if resource.is_list else dict[str, schema]  # type: ignore[valid-type]
@@ -93,10 +94,11 @@ def collection_router(
         entries = store.entries(request.runtime.holder, resource)
         data = list(entries.values()) if resource.is_list else entries
         headers, rows = tables.headers(resource), tables.rows(resource, entries)
-        if column is not None and is_html(request):
-            summary = column.summaries(request)
-            headers = [*headers, column.title]
-            rows = [(key, [*cells, summary.get(key, column.missing)]) for key, cells in rows]
+        if is_html(request):
+            for column in columns:
+                summary = column.summaries(request)
+                headers = [*headers, column.title]
+                rows = [(key, [*cells, summary.get(key, column.missing)]) for key, cells in rows]
         return respond(
             request, data, "adminui/collection.html", resource=resource, headers=headers, rows=rows
         )
@@ -160,11 +162,14 @@ def collection_router(
         response["ETag"] = etag
         more: dict[str, Any] = {}
         if is_html(request):
-            if column is not None:
-                more["state"] = column.summaries(request).get(key, column.missing)
-                more["state_title"] = column.title
-                if column.url_name is not None:
-                    more["state_url"] = reverse(f"admin:{column.url_name}", args=[key])
+            more["states"] = [
+                (
+                    column.title,
+                    column.summaries(request).get(key, column.missing),
+                    reverse(f"admin:{column.url_name}", args=[key]) if column.url_name else None,
+                )
+                for column in columns
+            ]
             if details is not None:
                 more = {**more, **details.context(request, key), "details": details.template}
         answer = respond(

@@ -28,6 +28,7 @@ class SpendRowOut(BaseModel):
     cached_tokens: int
     output_tokens: int
     cost_usd: float
+    saved_usd: float
 
 
 class SpendPage(BaseModel):

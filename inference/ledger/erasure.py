@@ -1,6 +1,6 @@
 """The right to erasure (docs/memory.md): everything stored about a user removed in one
-transaction: conversation history, memories, stored responses, pending tool exchanges
-and budget reservations. What must be kept for the operator's accounts (ledger rows,
+transaction: conversation history, memories, stored responses, pending tool exchanges,
+the response cache's answers to their requests and budget reservations. What must be kept for the operator's accounts (ledger rows,
 judge scores, request records) stays, under a digest instead of the user id, so totals
 still add up and nothing leads back to the person.
 
@@ -14,6 +14,7 @@ import logging
 from django.db import connection, transaction
 from django.utils import timezone
 
+from inference.cache.forgetting import purge_entries
 from inference.erasures import erased_id, record_erasure
 from inference.models import (
     BudgetReservation,
@@ -44,6 +45,7 @@ def erase_user(user_id: str) -> dict[str, int]:
             memories, _ = Memory.objects.filter(user_id=user_id).delete()
             responses, _ = StoredResponse.objects.filter(user_id=user_id).delete()
             ToolExchange.objects.filter(user_id=user_id).delete()
+            purge_entries(None, user_id)
             BudgetReservation.objects.filter(user_id=user_id).delete()
             digest = erased_id(user_id)
             for kept in (LedgerEntry, JudgeRun, JudgeScore, RequestRecord):

@@ -17,6 +17,9 @@ from inference.models import JudgeScore, LedgerEntry, StoredMessage
 from inference.money.budgets import usage_in_windows
 from inference.money.caps import WINDOWS
 
+# The rows that stand for a user's request: a turn, or one the response cache answered.
+REQUEST_KINDS = ("turn", "cache_hit")
+
 
 @dataclass(frozen=True)
 class MessageRow:
@@ -32,6 +35,7 @@ class MessageRow:
 class AgentTraffic:
     requests: int
     tokens: int
+    hits: int = 0  # requests the response cache answered wholly
 
 
 def stored_messages(user: str | None, before_id: int | None, limit: int) -> list[MessageRow]:
@@ -57,13 +61,20 @@ def usage_by_window(user: str) -> tuple[dict[str, int], dict[str, float]]:
 
 
 def traffic_since(since: datetime) -> dict[str, AgentTraffic]:
-    """Requests (distinct completions) and tokens billed per agent since ``since``."""
+    """Requests (distinct completions, the response cache's hits included), tokens billed
+    and hits per agent since ``since``."""
     rows = (
-        LedgerEntry.objects.filter(created_at__gt=since, kind="turn")
+        LedgerEntry.objects.filter(created_at__gt=since, kind__in=REQUEST_KINDS)
         .values("agent")
-        .annotate(requests=Count("completion_id", distinct=True), tokens=Sum("total_tokens"))
+        .annotate(
+            requests=Count("completion_id", distinct=True),
+            tokens=Sum("total_tokens", filter=Q(kind="turn")),
+            hits=Count("id", filter=Q(kind="cache_hit")),
+        )
     )
-    return {row["agent"]: AgentTraffic(row["requests"], row["tokens"] or 0) for row in rows}
+    return {
+        row["agent"]: AgentTraffic(row["requests"], row["tokens"] or 0, row["hits"]) for row in rows
+    }
 
 
 def recent_users(source: Literal["history", "ledger"], since: datetime, limit: int) -> list[str]:
@@ -204,11 +215,12 @@ _SPEND_FIELDS: dict[str, Any] = {
 @dataclass(frozen=True)
 class SpendRow:
     group: str | int | None  # the user, agent, key id (None: no key), model or day
-    requests: int  # turns (judge and shadow runs add cost, not requests)
-    input_tokens: int
+    requests: int  # turns, cache hits included (judge and shadow runs add cost only)
+    input_tokens: int  # billed: tokens the response cache answered with are not
     cached_tokens: int
     output_tokens: int
     cost_usd: float  # calls without a known price count 0
+    saved_usd: float  # what the response cache saved
 
 
 def spend(
@@ -222,10 +234,11 @@ def spend(
     dearest first (days: newest first)."""
     # Judges and shadows are charged to agents and experiments, never to a user or key.
     rows = (
-        LedgerEntry.objects.filter(kind="turn")
+        LedgerEntry.objects.filter(kind__in=REQUEST_KINDS)
         if group_by in ("user", "key")
         else LedgerEntry.objects.all()
     )
+    billed = ~Q(kind="cache_hit")
     if since is not None:
         rows = rows.filter(created_at__gte=since)
     if until is not None:
@@ -234,11 +247,12 @@ def spend(
         rows.annotate(group=_SPEND_FIELDS[group_by])
         .values("group")
         .annotate(
-            requests=Count("id", filter=Q(kind="turn")),
-            input_tokens=Sum("prompt_tokens"),
-            cached_tokens=Sum("cached_tokens"),
-            output_tokens=Sum("completion_tokens"),
+            requests=Count("id", filter=Q(kind__in=REQUEST_KINDS)),
+            input_tokens=Sum("prompt_tokens", filter=billed),
+            cached_tokens=Sum("cached_tokens", filter=billed),
+            output_tokens=Sum("completion_tokens", filter=billed),
             cost=Sum("cost_micro_usd"),
+            saved=Sum("saved_micro_usd"),
         )
         .order_by("-group" if group_by == "day" else "-cost", "group")
     )
@@ -250,6 +264,7 @@ def spend(
             cached_tokens=row["cached_tokens"] or 0,
             output_tokens=row["output_tokens"] or 0,
             cost_usd=(row["cost"] or 0) / 1e6,
+            saved_usd=(row["saved"] or 0) / 1e6,
         )
         for row in grouped[offset : offset + limit]
     ]

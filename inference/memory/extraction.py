@@ -15,7 +15,7 @@ from agents.schema import AgentConfig, Config
 from inference.database import in_database, lock_until_commit
 from inference.engine import Engine
 from inference.erasures import erasures_of
-from inference.memory.embedding import embed, embedding_charge
+from inference.routing.embedding import embed, embedding_charge
 from inference.memory.recall import logged_failure
 from inference.memory.store import add_memories, memory_line, shelf
 from inference.money.settlement import Charge, settle

@@ -12,7 +12,7 @@ from django.utils import timezone
 from agents.schema import AgentConfig, Config
 from inference.database import in_database
 from inference.engine import Engine
-from inference.memory.embedding import embed, embedding_charge
+from inference.routing.embedding import embed, embedding_charge
 from inference.memory.store import shelf
 from inference.money.settlement import settle
 from inference.neutral.tokens import estimate_tokens

@@ -198,7 +198,8 @@ def check_key(
     minute = Q(created_at__gt=now - MINUTE)
     sums = {
         "requests": Count("id", filter=minute),
-        "tokens": Sum("total_tokens", filter=minute),
+        # A turn the response cache answered is a request that spent no tokens.
+        "tokens": Sum("total_tokens", filter=minute & ~Q(kind="cache_hit")),
     }
     seconds = WINDOW_SECONDS[grant.budget_window]
     spent_filter = Q(created_at__gt=now - timedelta(seconds=seconds)) if seconds else Q()

@@ -21,8 +21,9 @@ from inference.models import BudgetReservation, LedgerEntry
 from inference.neutral.calls import Answerer
 from inference.neutral.types import Usage
 
-# "turn": billed to the user; the others are charged to the agent (and experiment).
-type ChargeKind = Literal["turn", "judge", "shadow", "memory"]
+# "turn": billed to the user; "cache_hit": a turn answered wholly from the response cache
+# (a request, nothing spent); the others are charged to the agent (and experiment).
+type ChargeKind = Literal["turn", "cache_hit", "judge", "shadow", "memory", "cache"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Charge:
     created_at: datetime | None = None  # None: now
     # When the work it pays for began: a user erased since is billed under the digest.
     started_at: datetime | None = None
+    saved_micro_usd: int = 0  # what the response cache saved it
 
 
 def settle(charges: Sequence[Charge], erasures: Erasures | None = None) -> None:
@@ -76,5 +78,6 @@ def _row(charge: Charge, now: datetime, erasures: Erasures) -> LedgerEntry:
         cost_micro_usd=usage.cost_micro_usd,
         api_key_id=charge.key_id,
         kind=charge.kind,
+        saved_micro_usd=charge.saved_micro_usd,
         created_at=charge.created_at or now,
     )

@@ -60,6 +60,7 @@ class ClientRequest:
     # Anthropic's prompt-cache breakpoint the client put on its system part.
     system_cache_control: dict[str, Any] | None = None
     chained: bool = False  # it continues a stored conversation (previous_response_id)
+    cache_control: str | None = None  # the request's Cache-Control header (the cache's)
 
     @cached_property
     def user_text(self) -> str | None:

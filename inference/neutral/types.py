@@ -348,3 +348,21 @@ class StreamAccumulator:
             response_model=self.finish.response_model if self.finish else None,
             by_stop_sequence=self.finish.by_stop_sequence if self.finish else False,
         )
+
+
+_REPLAYED_CHUNK = 40  # characters of text per event
+
+
+def replayed(response: ChatResponse) -> list[StreamEvent]:
+    """A whole reply as the content events of a stream: its reasoning items, its text in
+    pieces, then each tool call."""
+    events: list[StreamEvent] = [Reasoning(item) for item in response.reasoning]
+    events += [
+        TextDelta(response.text[start : start + _REPLAYED_CHUNK])
+        for start in range(0, len(response.text), _REPLAYED_CHUNK)
+    ]
+    events += [
+        ToolCallDelta(call_index, call.id, call.name, call.arguments, call.signature)
+        for call_index, call in enumerate(response.tool_calls)
+    ]
+    return events

@@ -52,7 +52,7 @@ from inference.telemetry.genai import (
     response_attributes,
     usage_attributes,
 )
-from inference.telemetry.spans import NO_SPAN, Span
+from inference.telemetry.spans import NO_SPAN, Attributes, Span
 from inference.telemetry.tracing import TRACING
 
 
@@ -166,7 +166,9 @@ class Upstream:
         budget: CallBudget = UNBOUNDED,
         journal: list[Attempt] | None = None,
         span: Span = NO_SPAN,
+        marks: Attributes | None = None,
     ) -> None:
+        """``marks``: more attributes of every attempt's span (the cache's result)."""
         self.route = route
         self.config = config
         self.providers = engine.providers
@@ -178,6 +180,7 @@ class Upstream:
         self.tries = 0  # attempts of the latest call, one under way included
         self.answered_by: Deployment | None = None
         self.span = span
+        self.marks = marks or {}
         self._started = 0.0  # when the answering attempt began
         self._attempt_span = NO_SPAN  # the answering attempt's
 
@@ -345,6 +348,7 @@ class Upstream:
                     TRACING.capture_content,
                 )
             )
+            span.set(self.marks)
         started = time.perf_counter()
         try:
             with span.outgoing():

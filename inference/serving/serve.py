@@ -8,6 +8,7 @@ already sent.
 
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
@@ -34,6 +35,8 @@ async def serve(
 ) -> HttpResponseBase:
     holder, engine = request.runtime.holder, request.runtime.engine
     config = live_config(holder.config, holder.problems)
+    if (directives := request.headers.get("Cache-Control")) is not None:
+        client = replace(client, cache_control=directives)
     turn = await prepare_turn(
         client,
         config,
@@ -57,7 +60,7 @@ async def serve(
         response = json_response(body)
         if (cost := answer.usage.cost_usd) is not None:
             response["X-Gateway-Cost-Usd"] = f"{cost:.6f}"
-    for name, value in runner.upstream_headers().items():
+    for name, value in runner.response_headers().items():
         response[name] = value
     if client.tools.dropped:
         response[DROPPED_TOOLS_HEADER] = ", ".join(client.tools.dropped)

@@ -128,6 +128,22 @@ def call_attributes(
     return attributes
 
 
+def cache_attributes(result: str) -> Attributes:
+    """A ``chat`` span's response-cache result: ``hit``, ``miss`` or ``bypass``."""
+    return {"gateway.cache.result": result}
+
+
+def cache_hit_attributes(model: str, response: ChatResponse, age: int) -> Attributes:
+    """The ``chat`` span of a call answered from the cache (no upstream was called):
+    the reply as first answered, and how old it is."""
+    attributes = response_attributes(response, capture=False)
+    attributes.update(cache_attributes("hit"))
+    attributes["gen_ai.operation.name"] = "chat"
+    attributes["gen_ai.request.model"] = model
+    attributes["gateway.cache.age_seconds"] = age
+    return attributes
+
+
 def usage_attributes(usage: Usage) -> Attributes:
     attributes: Attributes = {
         "gen_ai.usage.input_tokens": usage.prompt_tokens,

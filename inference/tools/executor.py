@@ -12,7 +12,10 @@ from typing import Any, Protocol
 from django.utils import timezone
 
 from agents.schema import AgentConfig, Config
+from inference.cache.calls import CachedAgent, CachedCalls
+from inference.cache.use import TurnCache
 from inference.database import in_database
+from inference.neutral.calls import ModelCalls
 from inference.neutral.errors import ApiError
 from inference.neutral.types import (
     ChatRequest,
@@ -28,6 +31,7 @@ from inference.routing.experiments import bandit_arms, route
 from inference.routing.upstream import Attempt, RoutingEngine, Upstream
 from inference.telemetry.genai import (
     agent_attributes,
+    cache_attributes,
     tool_attributes,
     tool_result_attributes,
     usage_attributes,
@@ -64,6 +68,8 @@ class CallContext:
     # Every upstream attempt of the turn's conversations, at every level (the request log).
     journal: list[Attempt] = field(default_factory=list)
     span: Span = NO_SPAN  # the conversation's invoke_agent span
+    # The turn's use of the response cache (None: a judge's, a shadow's: never cached).
+    cache: TurnCache | None = None
 
 
 def tool_loop(
@@ -71,14 +77,31 @@ def tool_loop(
     route: Route,
     toolbox: Toolbox,
     response_format: ResponseFormat | None = None,
+    agent: AgentConfig | None = None,
 ) -> ToolLoop:
     """The loop of one conversation with a model, whoever holds it (a turn, a subagent, a
     shadow, a judge): its calls go to the route's deployments, each attempt admitted by the
-    turn's bounds; the agent's own tools run at the context's depth, and a reply is
-    checked against ``response_format`` with the config's repairs."""
-    calls = Upstream(
-        route, context.config, context.engine, context.bounds, context.journal, context.span
+    turn's bounds, through the response cache when ``agent`` (the one conversing) has
+    one and the turn may use it; the agent's own tools run at the context's depth, and a
+    reply is checked against ``response_format`` with the config's repairs."""
+    turn = context.cache if agent is not None and agent.cache is not None else None
+    marks = None
+    if turn is not None:
+        marks = cache_attributes("bypass" if turn.control.bypassed else "miss")
+    upstream = Upstream(
+        route,
+        context.config,
+        context.engine,
+        context.bounds,
+        context.journal,
+        context.span,
+        marks,
     )
+    calls: ModelCalls = upstream
+    reads_or_writes = turn is not None and not turn.control.bypassed
+    if agent is not None and agent.cache is not None and turn is not None and reads_or_writes:
+        cached = CachedAgent(agent, agent.cache, route, turn, answering=context.depth == 0)
+        calls = CachedCalls(upstream, cached, context.config, context.engine, context.span)
     return ToolLoop(
         calls,
         toolbox,
@@ -153,7 +176,7 @@ class ToolExecutor:
             messages=(Message(role="user", content=message),),
             tools=toolbox.specs,
         )
-        loop = tool_loop(deeper, route, toolbox)
+        loop = tool_loop(deeper, route, toolbox, agent=agent)
         try:
             answer = await loop.complete(request)
         except TurnStopped:

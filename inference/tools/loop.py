@@ -36,6 +36,7 @@ from inference.neutral.types import (
     ToolCall,
     ToolCallDelta,
     Usage,
+    replayed,
 )
 from inference.providers.base import ProviderError
 from inference.structured.repair import strip_fence, validation_errors, with_repair_turn
@@ -43,7 +44,6 @@ from inference.tools.bounds import TurnBounds, TurnStopped
 from inference.tools.toolbox import Toolbox
 
 MAX_TOOL_ROUNDS = 8
-_REPLAY_CHUNK = 40
 
 RunTool = Callable[[ToolCall], Awaitable[tuple[Message, Usage]]]
 
@@ -147,7 +147,7 @@ class ToolLoop:
         """The final answer's text and client tool calls, as events (then see ``answer``)."""
         if self.response_format is not None:
             final = await self.complete(request)  # validated before anything is sent
-            for event in _replay(final):
+            for event in replayed(final):
                 yield event
             return
         if not self.toolbox.agent_tools:
@@ -159,7 +159,7 @@ class ToolLoop:
             step = await self._after(request, reply)
             if isinstance(step, ChatResponse):
                 self.answer = step
-                for event in _replay(step):
+                for event in replayed(step):
                     yield event
                 return
             request = step
@@ -268,21 +268,6 @@ class ToolLoop:
             text = f"Error: there is no tool named '{call.name}'."
             return Message(role="tool", content=text, tool_call_id=call.id, name=call.name), Usage()
         return await self.run_tool(call)
-
-
-def _replay(final: ChatResponse) -> list[StreamEvent]:
-    """A whole answer as stream events: its reasoning items, its text in pieces, then
-    each client tool call."""
-    events: list[StreamEvent] = [Reasoning(item) for item in final.reasoning]
-    events += [
-        TextDelta(final.text[start : start + _REPLAY_CHUNK])
-        for start in range(0, len(final.text), _REPLAY_CHUNK)
-    ]
-    events += [
-        ToolCallDelta(index=index, id=call.id, name=call.name, arguments=call.arguments)
-        for index, call in enumerate(final.tool_calls)
-    ]
-    return events
 
 
 def _prompt_text(request: ChatRequest) -> str:

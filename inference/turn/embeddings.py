@@ -13,7 +13,7 @@ from agents.schema import Config, EmbedderConfig
 from core.requestlog import RequestLog
 from inference.database import in_database
 from inference.engine import Engine
-from inference.memory.embedding import embed
+from inference.routing.embedding import embed
 from inference.money.admission import admit, release_quietly
 from inference.money.caps import operator_caps
 from inference.money.keys import KeyGrant

@@ -21,6 +21,7 @@ from django.db import transaction
 from agents.schema import Config, JudgeConfig
 from core.logformat import log_event
 from core.metrics import observe_judge_scores
+from inference.cache.forgetting import forget_entry
 from inference.database import in_database
 from inference.engine import Engine
 from inference.erasures import erasures_of
@@ -52,6 +53,15 @@ _SCORE = {
 
 
 @dataclass(frozen=True)
+class JudgedEntry:
+    """The response-cache entry behind a judged reply: forgotten when one of the judge's
+    scores is below ``min_score`` (the agent's ``cache.min_score``)."""
+
+    key: str
+    min_score: float
+
+
+@dataclass(frozen=True)
 class JudgedReply:
     """A reply to judge, and whose it was."""
 
@@ -63,6 +73,7 @@ class JudgedReply:
     user_text: str
     reply: str
     started_at: datetime  # when the judged turn began (its user erased since: a digest)
+    cached: JudgedEntry | None = None
 
 
 def sampled_judges(
@@ -154,6 +165,9 @@ async def _judge(
     if verdict is not None:
         scores = {criterion: verdict[criterion]["score"] for criterion in judge.rubrics}
         observe_judge_scores(judge.name, subject.agent, scores)
+        cached = subject.cached
+        if cached is not None and min(scores.values()) < cached.min_score:
+            await forget_entry(cached.key)
     log_event(
         logger,
         "judged",

@@ -1,5 +1,6 @@
-"""The ``metadata`` keys the gateway interprets: token caps, the reply language, and
-``history: "off"`` for a stateless call."""
+"""The ``metadata`` keys the gateway interprets: token caps, the reply language,
+``history: "off"`` for a stateless call and ``cache: "off"`` for one the response cache
+leaves alone."""
 
 import re
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ class RequestOptions:
     caps: tuple[TokenCap, ...] = ()
     language: ReplyLanguage | None = None
     history: bool = True  # replay and store history (metadata history "off": neither)
+    cache: bool = True  # the response cache may answer and keep it (metadata cache "off")
 
 
 def parse_options(metadata: dict[str, str] | None) -> RequestOptions:
@@ -38,18 +40,23 @@ def parse_options(metadata: dict[str, str] | None) -> RequestOptions:
             continue
         caps.append(TokenCap(window=window, seconds=seconds, cap=_cap(key, metadata[key])))
     language = metadata.get("language")
-    history = metadata.get("history", "on")
-    if history not in ("on", "off"):
-        raise invalid_request(
-            f"metadata.history must be 'on' or 'off', got {history!r}",
-            param="metadata.history",
-            code="invalid_metadata",
-        )
     return RequestOptions(
         caps=tuple(caps),
         language=parse_language(language) if language is not None else None,
-        history=history == "on",
+        history=_switch(metadata, "history"),
+        cache=_switch(metadata, "cache"),
     )
+
+
+def _switch(metadata: dict[str, str], key: str) -> bool:
+    value = metadata.get(key, "on")
+    if value not in ("on", "off"):
+        raise invalid_request(
+            f"metadata.{key} must be 'on' or 'off', got {value!r}",
+            param=f"metadata.{key}",
+            code="invalid_metadata",
+        )
+    return value == "on"
 
 
 def _cap(key: str, value: str) -> int:

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from agents.schema import AgentConfig, Config
 from core.requestlog import RequestLog
+from inference.cache.use import CacheControl, cache_control
 from inference.database import in_database
 from inference.engine import Engine
 from inference.ledger.history import load_history
@@ -90,6 +91,7 @@ class Turn:
     include_usage: bool
     reservation: int | None = None  # settled by the turn's ledger row
     key: KeyGrant | None = None  # the minted API key that pays for it
+    cache_control: CacheControl = field(default_factory=CacheControl)  # what the cache may do
     # When the request's work began (an erasure of the user since drops what it writes).
     started_at: datetime = field(default_factory=timezone.now)
 
@@ -213,6 +215,7 @@ async def _turn(
         user_text=client.user_text,
         include_usage=client.include_usage,
         reservation=stored.reservation,
+        cache_control=cache_control(client.cache_control, off=not options.cache),
     )
 
 

@@ -9,6 +9,7 @@ for events as they come. Provider failures leave as ``ApiError``s; the wire modu
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -17,6 +18,8 @@ from django.utils import timezone
 from agents.schema import Config
 from core.afterresponse import after_response
 from core.requestlog import RequestLog
+from inference.cache.housekeeping import housekeeping_due, keep_cache
+from inference.cache.use import TurnCache
 from inference.database import in_database
 from inference.engine import Engine
 from inference.memory.extraction import TurnToLearn, extract_memories
@@ -43,7 +46,7 @@ from inference.tools.bounds import TurnBounds
 from inference.tools.exchanges import delete_expired
 from inference.tools.executor import CallContext, tool_loop
 from inference.tools.loop import ToolLoop
-from inference.turn.judges import JudgedReply, judge_reply, sampled_judges
+from inference.turn.judges import JudgedEntry, JudgedReply, judge_reply, sampled_judges
 from inference.turn.preparation import Turn
 from inference.turn.recording import TurnRecord, record_turns
 from inference.turn.shadows import run_shadow
@@ -64,6 +67,7 @@ class TurnRunner:
         self.span = span
         self.invoke = NO_SPAN
         self.loop: ToolLoop | None = None
+        self.cache: TurnCache | None = None  # the turn's use of its agent's response cache
         self.bounds = TurnBounds(config.limits)
         self.journal: list[Attempt] = []  # every upstream attempt of the turn (the log's)
 
@@ -84,7 +88,7 @@ class TurnRunner:
                 raise
             await self._record(turn, loop, answer.usage, _remembered(answer))
         self._after_reply(turn, loop, answer)
-        return answer
+        return self._shown(answer)
 
     async def open_stream(self, turn: Turn) -> AsyncIterator[StreamEvent]:
         """The answer as events: its text, client tool calls, a ``Finish`` and the total
@@ -110,7 +114,7 @@ class TurnRunner:
             answer = loop.answer
             assert answer is not None
             yield Finish(answer.finish_reason, by_stop_sequence=answer.by_stop_sequence)
-            yield UsageReport(answer.usage)
+            yield UsageReport(self._shown(answer).usage)
             outcome = "done"
         except ProviderError as error:
             outcome = "failed"
@@ -141,6 +145,8 @@ class TurnRunner:
         if self.invoke.recording:
             self.invoke.set(_turn_attributes(turn))
         self.bounds = self._bounds(turn)
+        if turn.agent.cache is not None:
+            self.cache = TurnCache(turn.cache_control, turn.user_id, turn.key_id)
         context = CallContext(
             self.config,
             self.engine,
@@ -148,9 +154,19 @@ class TurnRunner:
             self.bounds,
             journal=self.journal,
             span=self.invoke,
+            cache=self.cache,
         )
-        self.loop = tool_loop(context, call.route, call.toolbox, call.request.response_format)
+        self.loop = tool_loop(
+            context, call.route, call.toolbox, call.request.response_format, agent=turn.agent
+        )
         return self.loop
+
+    def _shown(self, answer: ChatResponse) -> ChatResponse:
+        """The answer as the client is told it: the tokens of calls the cache answered
+        are reported (at no cost) beside what was spent."""
+        if self.cache is None or not self.cache.hits:
+            return answer
+        return replace(answer, usage=answer.usage + self.cache.shown)
 
     def _billed(self) -> Usage:
         """What the turn is billed: its finished model calls (every level), and the calls
@@ -165,6 +181,18 @@ class TurnRunner:
         headers = {"X-Gateway-Attempts": str(outcome.attempts)}
         if outcome.answered_by is not None:
             headers["X-Gateway-Upstream"] = outcome.answered_by.label
+        return headers
+
+    def response_headers(self) -> dict[str, str]:
+        """The upstream's headers and, for a cached agent, ``X-Gateway-Cache`` (and
+        ``X-Gateway-Cache-Age`` of a hit) of the final model call, or of the first for a
+        stream whose headers leave before later calls."""
+        headers = self.upstream_headers()
+        if self.cache is not None:
+            headers["X-Gateway-Cache"] = self.cache.result
+            last = self.cache.last
+            if last is not None and last.age is not None:
+                headers["X-Gateway-Cache-Age"] = str(last.age)
         return headers
 
     def _bounds(self, turn: Turn) -> TurnBounds:
@@ -197,6 +225,9 @@ class TurnRunner:
         self.invoke.set(usage_attributes(usage))
         self.log.tokens = usage.total_tokens
         self.log.cost_usd = usage.cost_usd
+        if self.cache is not None:
+            self.log.cache = self.cache.result
+            self.log.saved_usd = self.cache.saved_micro_usd / 1e6
         self.log.prompt_tokens, self.log.completion_tokens = (
             usage.prompt_tokens,
             usage.completion_tokens,
@@ -212,6 +243,7 @@ class TurnRunner:
             timezone.now(),
             answered_by,
             len(self.journal),
+            self.cache,
         )
         if record.read_by_later_requests:
             await self.engine.writer.write(record_turns, record)
@@ -253,6 +285,7 @@ class TurnRunner:
                 user_text=turn.user_text,
                 reply=answer.text,
                 started_at=turn.started_at,
+                cached=self._judged_entry(turn),
             )
             work += [
                 (f"judge {judge.name}", partial(judge_reply, judge, subject, config, engine, span))
@@ -275,6 +308,8 @@ class TurnRunner:
             work.append(("remember", partial(extract_memories, exchange, config, engine, span)))
         if loop.exchange is not None:
             work.append(("expire tool exchanges", partial(_expire_exchanges)))
+        if self.cache is not None and self.cache.stored and housekeeping_due():
+            work.append(("keep the cache", partial(keep_cache, config.cache.max_entries)))
 
         # The request's trace is complete once this work is done too.
         holds = [span.hold() for _ in work]
@@ -287,6 +322,14 @@ class TurnRunner:
 
         if work:
             after_response(start)
+
+    def _judged_entry(self, turn: Turn) -> JudgedEntry | None:
+        """The cache entry behind the reply, for an agent whose judges may forget it."""
+        settings = turn.agent.cache
+        last = self.cache.last if self.cache is not None else None
+        if settings is None or settings.min_score is None or last is None or last.key is None:
+            return None
+        return JudgedEntry(last.key, settings.min_score)
 
     def _failure(self, error: ProviderError) -> ApiError:
         self.log.error = error.code

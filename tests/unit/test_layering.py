@@ -35,6 +35,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "adminui": (
         "core",
         "agents",
+        "inference.cache.forgetting",
         "inference.ledger.erasure",
         "inference.money.keys",
         "inference.money.prices",
@@ -61,9 +62,20 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         "telemetry": ("neutral",),
         "structured": ("neutral",),
         "money": ("database", "erasures", "models", "neutral", "providers"),
-        "ledger": ("database", "erasures", "models", "money", "neutral", "telemetry"),
         "routing": ("models", "money", "neutral", "providers", "status", "telemetry"),
+        "cache": (
+            "database",
+            "models",
+            "money",
+            "neutral",
+            "providers",
+            "routing",
+            "structured",
+            "telemetry",
+        ),
+        "ledger": ("cache", "database", "erasures", "models", "money", "neutral", "telemetry"),
         "tools": (
+            "cache",
             "database",
             "models",
             "money",
@@ -89,6 +101,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "tools",
         ),
         "turn": (
+            "cache",
             "database",
             "engine",
             "erasures",

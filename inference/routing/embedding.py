@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Literal
 
 from agents.schema import Config, EmbedderConfig
-from inference.money.settlement import Charge
+from inference.money.settlement import Charge, ChargeKind
 from inference.neutral.calls import Answerer
 from inference.neutral.types import Embedded, EmbeddingRequest, Usage
 from inference.routing.deployments import Deployment, Route
@@ -39,11 +39,13 @@ def embedding_charge(
     usage: Usage,
     call_id: str,
     started_at: datetime | None = None,
+    kind: ChargeKind = "memory",
 ) -> Charge:
-    """An embedding call made for an agent's memory: charged to the agent, outside the
-    user's budget. ``started_at``: when the work it is part of began."""
+    """An embedding call made for an agent's memory (or its response cache, ``kind``
+    "cache"): charged to the agent, outside the user's budget. ``started_at``: when the
+    work it is part of began."""
     return Charge(
-        kind="memory",
+        kind=kind,
         user_id=user_id,
         agent=agent,
         call_id=call_id,
