@@ -67,6 +67,7 @@ def config_text(
         "  - {name: helper, provider: anthropic, model: claude-helper, purpose: Answers sub-questions.}",
         "  - {name: judged, provider: openai, model: gpt-judged, judges: [critic]}",
         "  - {name: retried, provider: flaky, model: gpt-retry}",
+        "  - {name: cached, provider: openai, model: gpt-cached, history: false, cache: {mode: exact}}",
         "judges:",
         "  - {name: critic, provider: gemini, model: gemini-judge, rubrics: {accuracy: Is it right?}}",
         "telemetry:",
@@ -303,6 +304,25 @@ def test_a_gemini_request_is_traced_and_judged_like_any_other(
     root = one(spans, "POST /v1beta/models/judged:generateContent")
     assert one(spans, "invoke_agent judged").parent_id == root.span_id
     assert one(spans, "invoke_agent critic").parent_id == root.span_id
+
+
+def test_the_chat_span_tells_the_caches_result(
+    server: GatewayServer, fakes: dict[str, FakeUpstream], collector: Collector
+) -> None:
+    """A miss's chat span is the upstream call's; a hit's has no call under it."""
+    user = f"cached-{secrets.token_hex(4)}"
+    results = []
+    for _ in range(2):
+        trace_id, _, traceparent = new_trace()
+        ask(server, "cached", traceparent, user=user)
+        spans = collector.wait_for_trace(trace_id, {"chat gpt-cached"})
+        chat = one(spans, "chat gpt-cached")
+        results.append(chat.attributes["gateway.cache.result"])
+        if results[-1] == "hit":
+            assert chat.attributes["gen_ai.usage.output_tokens"] > 0
+            assert "server.address" not in chat.attributes
+    assert results == ["miss", "hit"]
+    assert len([r for r in fakes["openai"].requests if r.body["model"] == "gpt-cached"]) == 1
 
 
 def test_a_request_without_traceparent_starts_its_own_trace_and_exports_with_headers(

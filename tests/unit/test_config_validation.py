@@ -129,6 +129,17 @@ def _with_memory(memory: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def _solo_cached(cache: dict[str, Any], **agent: Any) -> Callable[[dict[str, Any]], None]:
+    """A new agent (no experiment uses it) with ``cache`` and the fields ``agent`` gives."""
+
+    def change(data: dict[str, Any]) -> None:
+        data["agents"].append(
+            {"name": "solo", "provider": "openai", "model": "m", "cache": cache, **agent}
+        )
+
+    return change
+
+
 def _empty_rubrics_without_the_bandit(data: dict[str, Any]) -> None:
     data["judges"][0]["rubrics"] = {}
     data["experiments"].pop()  # its metric would name a criterion that no longer exists
@@ -471,6 +482,52 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         "star inside an alias",
         _set("aliases", {"gemini-*-lite": "support"}),
         "aliases['gemini-*-lite']: '*' may only end an alias (a prefix)",
+    ),
+    (
+        "semantic cache without an embedder",
+        _solo_cached({"mode": "semantic"}, history=False),
+        "agents[3].cache.embedder: required with mode 'semantic'",
+    ),
+    (
+        "cache with an unknown embedder",
+        _solo_cached({"mode": "semantic", "embedder": "nope"}, history=False),
+        "agents[3].cache.embedder: embedder 'nope' is not defined",
+    ),
+    (
+        "global cache of an agent with history",
+        _solo_cached({"mode": "exact", "scope": "global"}),
+        "agents[3].cache.scope: 'global' needs history: false and no memory (an answer "
+        "would carry one user's conversation to another)",
+    ),
+    (
+        "min_score without a judge",
+        _solo_cached({"mode": "exact", "min_score": 5}),
+        "agents[3].cache.min_score: needs a judge on the agent (its scores decide)",
+    ),
+    (
+        "cache without a mode",
+        _solo_cached({"ttl": 60}),
+        "agents[3].cache.mode: field required",
+    ),
+    (
+        "cache ttl not an integer",
+        _solo_cached({"mode": "exact", "ttl": 2.5}),
+        "agents[3].cache.ttl: input should be a valid integer, got a number with a fractional part",
+    ),
+    (
+        "cache similarity above 1",
+        _solo_cached({"mode": "exact", "similarity": 1.5}),
+        "agents[3].cache.similarity: input should be less than or equal to 1",
+    ),
+    (
+        "unknown cache scope",
+        _solo_cached({"mode": "exact", "scope": "team"}),
+        "agents[3].cache.scope: input should be 'user', 'key' or 'global'",
+    ),
+    (
+        "max_entries below 1",
+        _set("cache", {"max_entries": 0}),
+        "cache.max_entries: input should be greater than or equal to 1",
     ),
     (
         "max_tools below 1",
