@@ -253,7 +253,6 @@ class CachedReply(models.Model):
     created_at = models.DateTimeField()
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField()  # the last hit (or the store): eviction goes by it
-    hits = models.PositiveIntegerField(default=0)
 
     class Meta:
         indexes = [

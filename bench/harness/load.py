@@ -28,6 +28,13 @@ class Target:
     url: str  # the base URL of the /v1 API
     pid: int  # the root of its process tree
     keys: tuple[str, ...] = ()  # an API key per user (bench-user-N), where it needs one
+    # What request ``index`` of ``user`` asks (None: question <index> of a benchmark).
+    question: Callable[[int, int], str] | None = None
+
+    def asks(self, user: int, index: int) -> str:
+        if self.question is None:
+            return f"question {index} of a benchmark"
+        return self.question(user, index)
 
     def headers(self, user: int) -> dict[str, str] | None:
         if not self.keys:
@@ -57,10 +64,10 @@ class Cell:
         return self.cpu * 1000 / self.count if self.count else float("nan")
 
 
-def body(user: int, index: int, stream: bool) -> dict[str, Any]:
+def body(user: int, index: int, stream: bool, question: str | None = None) -> dict[str, Any]:
     request: dict[str, Any] = {
         "model": "bench",
-        "messages": [{"role": "user", "content": f"question {index} of a benchmark"}],
+        "messages": [{"role": "user", "content": question or f"question {index} of a benchmark"}],
         "safety_identifier": f"bench-user-{user}",
     }
     if stream:
@@ -123,7 +130,8 @@ async def run_slice(target: Target, clients: int, stream: bool, seconds: float, 
             for index in counter:
                 if time.perf_counter() >= deadline:
                     return
-                await one_request(session, target, body(user, index, stream), cell, user)
+                request = body(user, index, stream, target.asks(user, index))
+                await one_request(session, target, request, cell, user)
 
         await asyncio.gather(*(client_loop(user) for user in range(clients)))
         cell.seconds += time.perf_counter() - started

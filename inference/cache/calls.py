@@ -18,7 +18,6 @@ from inference.cache.recent import RECENT
 from inference.cache.store import Found, NewEntry, find, nearest
 from inference.cache.use import Hit, LastCall, TurnCache
 from inference.database import in_database
-from inference.routing.embedding import embed, embedding_charge
 from inference.neutral.calls import CallOutcome, ModelCalls
 from inference.neutral.types import (
     ChatRequest,
@@ -32,6 +31,7 @@ from inference.neutral.types import (
 )
 from inference.providers.base import ProviderError
 from inference.routing.deployments import Route
+from inference.routing.embedding import embed, embedding_charge
 from inference.routing.upstream import RoutingEngine
 from inference.telemetry.genai import cache_hit_attributes
 from inference.telemetry.spans import NO_SPAN, Span
@@ -113,21 +113,22 @@ class CachedCalls:
         the entry that answers it, if the request may read one."""
         self._hit = None
         turn, settings = self.cached.turn, self.settings
-        keys = call_keys(request, self.cached.agent.name, self.cached.route, turn.scope(settings))
+        semantic = settings.mode == "semantic"
+        agent = self.cached.agent.name
+        keys = call_keys(request, agent, self.cached.route, turn.scope(settings), semantic)
         if not turn.control.reads:
             return keys, None, None
-        found = RECENT.get(keys.key)
+        if (held := RECENT.get(keys.key)) is not None:
+            return keys, None, held
         now = timezone.now()
-        if found is None:
-            found = await in_database(find, keys.key, now)
+        found = await in_database(find, keys.key, now)
         vector = None
-        if found is None and settings.mode == "semantic" and keys.question:
+        if found is None and semantic and keys.question:
             vector = await self._embedding(keys.question)
             if vector is not None:
                 found = await in_database(nearest, keys.context, vector, settings.similarity, now)
         if found is not None:
-            expires_in = settings.ttl - found.entry.age(now)
-            RECENT.put(found, self.cached.agent.name, turn.user_id, expires_in)
+            RECENT.put(found, agent, turn.user_id, settings.ttl - found.entry.age(now))
         return keys, vector, found
 
     def _answer(self, found: Found) -> ChatResponse:

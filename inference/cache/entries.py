@@ -3,7 +3,7 @@ keeps: complete ones only."""
 
 import uuid
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from core import fastjson
@@ -64,11 +64,12 @@ def dumps(entry: Entry) -> str:
             "answered_by": [entry.answered_by.provider, entry.answered_by.model]
             if entry.answered_by is not None
             else None,
+            "created_at": entry.created_at.timestamp(),
         }
     ).decode()
 
 
-def loads(text: str, created_at: datetime) -> Entry:
+def loads(text: str) -> Entry:
     data: dict[str, Any] = fastjson.loads(text)
     answered_by = data["answered_by"]
     reply = ChatResponse(
@@ -81,6 +82,7 @@ def loads(text: str, created_at: datetime) -> Entry:
         response_model=data["response_model"],
         by_stop_sequence=data["by_stop_sequence"],
     )
+    created_at = datetime.fromtimestamp(data["created_at"], UTC)
     return Entry(reply, Answerer(*answered_by) if answered_by else None, created_at)
 
 

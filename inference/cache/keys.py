@@ -28,12 +28,15 @@ class CallKeys:
     question: str  # the last user message's text (what a semantic lookup embeds)
 
 
-def call_keys(request: ChatRequest, agent: str, route: Route, scope: str) -> CallKeys:
+def call_keys(
+    request: ChatRequest, agent: str, route: Route, scope: str, semantic: bool = False
+) -> CallKeys:
+    """The call's keys; its ``context`` only for a ``semantic`` cache (else the key)."""
     where = [_VERSION, agent, [[item.provider, item.model] for item in route], scope]
     index, question = _last_question(request.messages)
     asked = _digest([*where, request])
-    if index is None:
-        return CallKeys(asked, asked, "")
+    if index is None or not semantic:
+        return CallKeys(asked, asked, question)
     blanked = list(request.messages)
     blanked[index] = replace(blanked[index], content="", parts=())
     context = _digest([*where, replace(request, messages=tuple(blanked))])

@@ -8,12 +8,12 @@ from django.utils import timezone
 from agents.schema import Config
 from inference.database import in_database
 from inference.engine import Engine
-from inference.routing.embedding import embed, embedding_charge
 from inference.memory.recall import logged_failure
 from inference.memory.store import MAX_MEMORY_CHARACTERS, add_memories, memory_line
 from inference.models import Memory
 from inference.money.settlement import settle
 from inference.providers.base import ProviderError
+from inference.routing.embedding import embed, embedding_charge
 
 
 class CannotRemember(ValueError):

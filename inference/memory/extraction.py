@@ -15,13 +15,13 @@ from agents.schema import AgentConfig, Config
 from inference.database import in_database, lock_until_commit
 from inference.engine import Engine
 from inference.erasures import erasures_of
-from inference.routing.embedding import embed, embedding_charge
 from inference.memory.recall import logged_failure
 from inference.memory.store import add_memories, memory_line, shelf
 from inference.money.settlement import Charge, settle
 from inference.neutral.calls import Answerer
 from inference.neutral.types import ChatRequest, Message, ResponseFormat, Usage
 from inference.routing.deployments import route_of
+from inference.routing.embedding import embed, embedding_charge
 from inference.structured.exchange import quoted_exchange
 from inference.structured.instruction import structured_output_instruction
 from inference.telemetry.spans import NO_SPAN, Span

@@ -12,10 +12,10 @@ from django.utils import timezone
 from agents.schema import AgentConfig, Config
 from inference.database import in_database
 from inference.engine import Engine
-from inference.routing.embedding import embed, embedding_charge
 from inference.memory.store import shelf
 from inference.money.settlement import settle
 from inference.neutral.tokens import estimate_tokens
+from inference.routing.embedding import embed, embedding_charge
 from inference.telemetry.spans import NO_SPAN, Span
 
 logger = logging.getLogger("gateway.memory")

@@ -13,7 +13,6 @@ from agents.schema import Config, EmbedderConfig
 from core.requestlog import RequestLog
 from inference.database import in_database
 from inference.engine import Engine
-from inference.routing.embedding import embed
 from inference.money.admission import admit, release_quietly
 from inference.money.caps import operator_caps
 from inference.money.keys import KeyGrant
@@ -25,6 +24,7 @@ from inference.neutral.request import Claims
 from inference.neutral.tokens import estimate_tokens
 from inference.neutral.types import Embedded, Usage
 from inference.providers.base import ProviderError
+from inference.routing.embedding import embed
 from inference.telemetry.spans import NO_SPAN, Span
 from inference.turn.identity import resolve_user_id
 

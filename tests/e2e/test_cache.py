@@ -7,7 +7,7 @@ erasure and judges forget; a hit spends nothing; processes share entries."""
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import anthropic
@@ -73,7 +73,7 @@ def client_of(server: GatewayServer, **options: Any) -> openai.OpenAI:
 
 def ask(
     server: GatewayServer, agent: str, question: str, user: str, **options: Any
-) -> tuple[str, httpx.Headers, Any]:
+) -> tuple[str, Mapping[str, str], Any]:
     """(the answer, the response's headers, its usage) of one chat completion."""
     raw = client_of(server).chat.completions.with_raw_response.create(
         model=agent,
@@ -144,7 +144,7 @@ def test_a_streamed_call_shares_the_entry_and_a_hit_streams(
     fakes["anthropic"].script(Reply.of_chunks("Paris is the capital ", "of France, for long."))
     client = client_of(server)
 
-    def responses_stream() -> tuple[list[str], httpx.Headers]:
+    def responses_stream() -> tuple[list[str], Mapping[str, str]]:
         with client.responses.with_streaming_response.create(
             model="claude-faq", input="Which city?", stream=True, safety_identifier=user_id
         ) as raw:
@@ -433,7 +433,7 @@ def test_client_tool_calls_come_back_from_the_cache_under_new_ids(
         completion = client_of(server).chat.completions.create(
             model="faq",
             messages=[{"role": "user", "content": "Weather in Oslo?"}],
-            tools=[tool],  # type: ignore[list-item]
+            tools=[tool],
             safety_identifier=user_id,
         )
         (made,) = completion.choices[0].message.tool_calls or []

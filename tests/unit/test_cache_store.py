@@ -52,14 +52,16 @@ def test_a_key_changes_with_every_part_of_the_call_and_nothing_else() -> None:
     assert len({key, *(keys.key for keys in others)}) == 6
 
 
-def test_the_context_leaves_out_the_last_question_only() -> None:
-    asked = call_keys(REQUEST, "faq", ROUTE, "global")
+def test_the_context_of_a_semantic_cache_leaves_out_the_last_question_only() -> None:
+    asked = call_keys(REQUEST, "faq", ROUTE, "global", semantic=True)
     other_question = replace(REQUEST, messages=(Message(role="user", content="Bread?"),))
-    other = call_keys(other_question, "faq", ROUTE, "global")
+    other = call_keys(other_question, "faq", ROUTE, "global", semantic=True)
+    other_preamble = call_keys(replace(REQUEST, system="Hi."), "faq", ROUTE, "global", True)
 
     assert asked.key != other.key
-    assert asked.context == other.context
+    assert asked.context == other.context != other_preamble.context
     assert (asked.question, other.question) == ("Capital of France?", "Bread?")
+    assert call_keys(REQUEST, "faq", ROUTE, "global").context == asked.key  # exact: unused
 
 
 def test_complete_replies_are_kept_and_others_are_not() -> None:
@@ -78,7 +80,7 @@ def test_an_entry_comes_back_as_it_went_and_a_replay_spends_nothing() -> None:
     now = timezone.now()
     entry = Entry(REPLY, Answerer("openai", "gpt-1"), now)
 
-    back = loads(dumps(entry), now)
+    back = loads(dumps(entry))
     replayed = back.replayed()
 
     assert back == entry
@@ -89,7 +91,7 @@ def test_an_entry_comes_back_as_it_went_and_a_replay_spends_nothing() -> None:
 
 def _kept(question: str, ttl: int = 60, vector: tuple[float, ...] | None = None) -> NewEntry:
     request = replace(REQUEST, messages=(Message(role="user", content=question),))
-    keys = call_keys(request, "faq", ROUTE, "user:ada")
+    keys = call_keys(request, "faq", ROUTE, "user:ada", semantic=True)
     return NewEntry(keys, "faq", "ada", Entry(REPLY, None, timezone.now()), ttl, vector)
 
 
@@ -108,7 +110,6 @@ def test_the_least_recently_used_go_beyond_max_entries_and_the_expired_first() -
     assert removed == 2
     kept = set(CachedReply.objects.values_list("key", flat=True))
     assert kept == {used.keys.key, fresh.keys.key}
-    assert CachedReply.objects.get(key=used.keys.key).hits == 1
     assert find(old.keys.key, now) is None
     found = find(fresh.keys.key, now)
     assert found is not None and found.entry.reply == REPLY
