@@ -5,6 +5,7 @@ and the user's memories; the client can skip it; semantic lookups; expiry, purge
 erasure and judges forget; a hit spends nothing; processes share entries."""
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -393,6 +394,23 @@ def test_a_hit_spends_nothing_of_a_budget_and_shows_what_it_saved(
     assert mine["saved_usd"] == pytest.approx(after_miss[1])
     assert server.metric("gateway_cache_requests_total", agent="faq", result="hit") >= 1
     assert server.metric("gateway_cache_saved_usd_total", agent="faq") > 0
+    page = httpx.get(f"{server.url}/admin/spend", headers={"Accept": "text/html"}, timeout=10)
+    assert "Saved by the cache" in page.text
+
+
+def test_the_agents_page_shows_each_cached_agents_hits(
+    server: GatewayServer, openai_fake: FakeUpstream, user_id: str
+) -> None:
+    for _ in range(4):
+        ask(server, "fleeting", "Hit rate?", user_id)
+
+    page = httpx.get(f"{server.url}/admin/agents", headers={"Accept": "text/html"}, timeout=10)
+
+    assert page.status_code == 200
+    row = next(line for line in page.text.split("<tr") if ">fleeting<" in line)
+    assert re.search(r"exact: \d+% hits of \d+ requests", row), row
+    uncached = next(line for line in page.text.split("<tr") if ">uncached<" in line)
+    assert ">off<" in uncached
 
 
 def test_a_low_judge_score_forgets_the_answer_and_a_good_one_keeps_it(
