@@ -77,8 +77,14 @@ def memories(server: GatewayServer, user: str) -> list[tuple[str, str, str]]:
         ).fetchall()
 
 
-def extracts(fake: FakeUpstream, *facts: str) -> None:
-    fake.answer_when(is_extractor, Reply.of_text(json.dumps({"facts": list(facts)})))
+def extracts(fake: FakeUpstream, *facts: str, about: str | None = None) -> None:
+    """The extractor answers ``facts``; ``about``: only for an exchange that says it (an
+    extraction a previous test left running gets the fake's default reply)."""
+
+    def asked(recorded: Recorded) -> bool:
+        return is_extractor(recorded) and (about is None or about in json.dumps(recorded.body))
+
+    fake.answer_when(asked, Reply.of_text(json.dumps({"facts": list(facts)})))
 
 
 def is_extractor(recorded: Recorded) -> bool:
@@ -398,7 +404,7 @@ def test_an_erasure_leaves_no_text_of_the_user_on_disk(
     """SQLite keeps deleted rows in the write-ahead log and in free pages until they are
     overwritten: the erasure overwrites them and checkpoints the log."""
     marker = f"Zebra-{user_id}-crossing"
-    extracts(fake, f"Likes the {marker}.")
+    extracts(fake, f"Likes the {marker}.", about=marker)
     ask(server, user_id, f"I like the {marker}.")
     wait_for(lambda: memories(server, user_id), "the extracted fact")
     files = [Path(server.workdir) / name for name in ("gateway.sqlite3", "gateway.sqlite3-wal")]
