@@ -7,7 +7,15 @@ from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
 from adminui.context import AdminRequest
-from adminui.editing import cache_rates, config_file, mcp_state, prices, provider_state, revisions
+from adminui.editing import (
+    cache_rates,
+    config_file,
+    mcp_state,
+    prices,
+    provider_state,
+    revisions,
+    skills,
+)
 from adminui.editing.collections import Column, ItemDetails, collection_router
 from adminui.records import cache, keys, live, memories, overview, requests, scores, spend
 from adminui.rendering.bodies import AdminParser, BodyError
@@ -70,6 +78,7 @@ mcp_state.add_state_route(mcp_router)
 api.add_router("/mcp", mcp_router)
 api.add_router("", config_file.router)
 api.add_router("", revisions.router)
+api.add_router("", skills.router)
 api.add_router("", live.router)
 api.add_router("", keys.router)
 api.add_router("", spend.router)

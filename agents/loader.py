@@ -7,6 +7,7 @@ and a type error hides only the rules about the entry it is in.
 
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -14,6 +15,7 @@ from ruamel.yaml.error import YAMLError
 
 from agents import masking
 from agents.schema import Config
+from agents.skills.catalog import discover
 from agents.validation import cross_validate
 from agents.yamldoc import describe_yaml_error, parse
 
@@ -40,12 +42,13 @@ def parse_yaml(text: str) -> Any:
         raise ConfigError([f"(file): not valid YAML: {describe_yaml_error(error)}"]) from error
 
 
-def load_config_text(text: str) -> Config:
-    return load_config_data(parse_yaml(text))
+def load_config_text(text: str, base: Path | None = None) -> Config:
+    return load_config_data(parse_yaml(text), base)
 
 
-def load_config_data(data: Any) -> Config:
-    """Validate plain data (as parsed from YAML or JSON) into a ``Config``."""
+def load_config_data(data: Any, base: Path | None = None) -> Config:
+    """Validate plain data (as parsed from YAML or JSON) into a ``Config``. ``base``: the
+    config file's folder, where its relative paths start (None: the working directory)."""
     if not isinstance(data, dict):
         raise ConfigError(["(file): the config must be a mapping of sections"])
     problems: list[str] = []
@@ -54,12 +57,23 @@ def load_config_data(data: Any) -> Config:
         config = Config.model_validate(expanded)
     except ValidationError as error:
         problems += [_describe(item) for item in error.errors()]
-        problems += _rules_of_well_typed_entries(expanded, error)
+        problems += _rules_of_well_typed_entries(expanded, error, base)
         raise ConfigError(_without_secrets(problems, data, expanded)) from error
+    _locate(config, base)
     problems += cross_validate(config)
     if problems:
         raise ConfigError(_without_secrets(problems, data, expanded))
     return config
+
+
+def _locate(config: Config, base: Path | None) -> None:
+    """What the config names on disk: its folder (``base``), where its relative paths
+    start, and the skills under ``skills.dir``, read with every load so that a change to
+    a SKILL.md applies (or is refused) like a change to the file."""
+    if base is not None:
+        config._base = base
+    if config.skills is not None:
+        config._skills = discover(config.folder(config.skills.dir))
 
 
 def _without_secrets(problems: list[str], *configs: dict[str, Any]) -> list[str]:
@@ -70,7 +84,9 @@ def _without_secrets(problems: list[str], *configs: dict[str, Any]) -> list[str]
     return masking.redact_all(problems, hidden)
 
 
-def _rules_of_well_typed_entries(data: dict[str, Any], error: ValidationError) -> list[str]:
+def _rules_of_well_typed_entries(
+    data: dict[str, Any], error: ValidationError, base: Path | None
+) -> list[str]:
     """The cross-section problems of the entries without type errors.
 
     Each entry with a type error is taken out (a top-level value falls back to its
@@ -104,6 +120,7 @@ def _rules_of_well_typed_entries(data: dict[str, Any], error: ValidationError) -
         config = Config.model_validate(reduced)
     except ValidationError:
         return []
+    _locate(config, base)
     # A removed name shows quoted in a problem: 'quality', or 'quality.accuracy' (a metric).
     mentions = re.compile("|".join(f"'{re.escape(name)}['.]" for name in removed_names) or "$^")
     # A section emptied by removing entries, or removed whole, only echoes type errors.
@@ -112,9 +129,13 @@ def _rules_of_well_typed_entries(data: dict[str, Any], error: ValidationError) -
         | {section for section in removed_lists if not reduced[section]}
         | {section for section in _MAP_SECTIONS if data.get(section) and not reduced.get(section)}
     )
+    # So does a problem that asks for a field of a removed section ("needs skills.dir").
+    asks = re.compile("|".join(rf"\b{re.escape(name)}\.\w" for name in removed_sections) or "$^")
     problems = []
     for problem in cross_validate(config):
         if mentions.search(problem) or problem.split(":")[0] in removed_sections:
+            continue
+        if asks.search(problem.partition(": ")[2]):
             continue
         problems.append(_ENTRY_PATH.sub(lambda m: _original_path(m, kept_positions), problem))
     return problems

@@ -5,9 +5,12 @@ are allowed everywhere (``extra="allow"``): they are preserved on disk and ignor
 validation. Rules that involve more than one field live in ``agents.validation``.
 """
 
+from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from agents.skills.catalog import Skill, SkillCatalog
 
 # The one list of provider kinds: the provider registry and the test fakes are checked
 # against it by a test.
@@ -64,6 +67,11 @@ class ProviderConfig(Section):
     timeout: float | TimeoutConfig = TimeoutConfig()
     retries: RetryConfig = RetryConfig()
     circuit: CircuitConfig = CircuitConfig()
+    documents: bool | None = Field(
+        default=None,
+        description="Our extension: whether it takes PDFs (default: by kind); false: "
+        "their text is sent instead.",
+    )
 
     @property
     def timeouts(self) -> TimeoutConfig:
@@ -154,6 +162,7 @@ class AgentConfig(Served):
         default=True, description="Our extension: false = nothing replayed or stored."
     )
     cache: AgentCacheConfig | None = None
+    skills: list[str] = Field(default=[], description="Skills (under skills.dir) it may load.")
 
 
 class JudgeConfig(Served):
@@ -284,6 +293,20 @@ class TelemetryConfig(Finite):
     retention_days: float = Field(default=7, gt=0)
 
 
+class FilesConfig(Finite):
+    """Our extension: the files users upload (``/v1/files``, docs/files.md)."""
+
+    dir: str = Field(default="./files", description="Where the bytes are kept.")
+    max_file_mb: float = Field(default=25, gt=0, description="The largest file, in MiB.")
+    max_user_mb: float = Field(default=500, gt=0, description="One user's files, in MiB.")
+
+
+class SkillsConfig(Section):
+    """Our extension: the folder of skills agents may load (docs/skills.md)."""
+
+    dir: str = Field(description="One sub-folder per skill, each with a SKILL.md.")
+
+
 class CacheConfig(Section):
     """Our extension: what every agent's response cache shares (docs/caching.md)."""
 
@@ -320,11 +343,32 @@ class Config(Section):
     budgets: BudgetsConfig = BudgetsConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     cache: CacheConfig = CacheConfig()
+    files: FilesConfig = FilesConfig()
+    skills: SkillsConfig | None = None
     aliases: dict[str, str] = Field(
         default={},
         description="Our extension: model names clients send (exact, or a prefix ending in "
         "*) mapped to an agent, experiment or embedder.",
     )
+
+    # The folder of the config file: relative paths in it (files.dir, skills.dir) start
+    # there. The loader sets it.
+    _base: Path = PrivateAttr(default_factory=Path.cwd)
+
+    def folder(self, configured: str) -> Path:
+        """A folder the config names, relative to the config file's own."""
+        return self._base / configured
+
+    # The skills found under skills.dir (agents.skills): read from disk, so the loader
+    # fills it with every load, after _base.
+    _skills: SkillCatalog = PrivateAttr(default_factory=SkillCatalog)
+
+    @property
+    def skill_catalog(self) -> SkillCatalog:
+        return self._skills
+
+    def skill(self, name: str) -> Skill | None:
+        return self._skills.skills.get(name)
 
     @property
     def proxy_auth(self) -> AuthScope | None:

@@ -46,25 +46,31 @@ class ConfigHolder:
         snapshot = self.snapshot
         return snapshot.config if snapshot else None
 
-    def reload(self) -> bool:
-        """Load the file if it changed; keep the last good snapshot when it is invalid."""
+    def reload(self, force: bool = False) -> bool:
+        """Load the file if it changed; keep the last good snapshot when it is invalid.
+        ``force``: load it even when its text did not change, for what it names on disk
+        (the skills under skills.dir); a new snapshot only if that changed."""
         with self._lock:
-            return self._reload()
+            return self._reload(force)
 
-    def _reload(self) -> bool:
+    def _reload(self, force: bool) -> bool:
         try:
             text = self.path.read_text(encoding="utf-8")
         except OSError as error:
             return self._reject([f"(file): cannot read {self.path}: {error.strerror}"])
         except UnicodeDecodeError as error:
             return self._reject([f"(file): not UTF-8 text (byte {error.start}): {error.reason}"])
-        current = self.snapshot
-        if current is not None and current.text == text and not self.problems:
+        live = self.snapshot
+        # The live snapshot, when the file still holds its text.
+        same = live if live is not None and live.text == text and not self.problems else None
+        if same is not None and not force:
             return False
         try:
-            config = load_config_text(text)
+            config = load_config_text(text, self.path.parent)
         except ConfigError as error:
             return self._reject(error.problems)
+        if same is not None and same.config.skill_catalog == config.skill_catalog:
+            return False  # forced, and the skills did not change either
         self._install(text, config)
         return True
 

@@ -121,7 +121,7 @@ def read_file(holder: ConfigHolder) -> FileState:
     snapshot = holder.snapshot
     if snapshot is not None and snapshot.text != text:
         try:
-            load_config_text(text)
+            load_config_text(text, holder.path.parent)
         except ConfigError:
             text = snapshot.text
     return FileState(text=text, data=_mapping(text), etag=file_etag(raw))
@@ -373,7 +373,7 @@ def _write_text(
                     f"at most {MAX_FILE_BYTES} bytes (larger ones are edited by hand)"
                 ]
             )
-        config = load_config_data(changed.data)  # raises ConfigError: nothing has been written
+        config = load_config_data(changed.data, holder.path.parent)  # raises ConfigError
         revision = None
         if encoded != raw:
             parsed = dict([changed.before] if changed.before else []) | {changed.text: changed.data}

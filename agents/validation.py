@@ -35,6 +35,7 @@ def cross_validate(config: Config) -> list[str]:
         *_check_memory(config),
         *_check_caches(config),
         *_check_aliases(config),
+        *_check_skills(config),
     ]
 
 
@@ -377,3 +378,28 @@ def _check_aliases(config: Config) -> Iterator[str]:
             yield f"{path}: '{alias}' is an agent, experiment or embedder already"
         if target not in configured:
             yield f"{path}: '{target}' is not an agent, experiment or embedder"
+
+
+def _check_skills(config: Config) -> Iterator[str]:
+    """What discovery found wrong under skills.dir (every SKILL.md, listed by an agent
+    or not), and the skills agents list."""
+    catalog = config.skill_catalog
+    yield from catalog.problems
+    for skill in catalog.skills.values():
+        if not NAME_PATTERN.fullmatch(skill.name):
+            yield f"skills: {skill.source}: {skill.name!r} is not a valid name ({_NAME_RULE})"
+    for index, agent in enumerate(config.agents):
+        if agent.skills and config.skills is None:
+            yield (
+                f"agents[{index}].skills: needs skills.dir, the folder of the skills "
+                "(a top-level skills: {dir: ...} section)"
+            )
+            continue
+        seen: set[str] = set()
+        for position, name in enumerate(agent.skills):
+            path = f"agents[{index}].skills[{position}]"
+            if name in seen:
+                yield f"{path}: '{name}' is listed twice"
+            elif config.skill(name) is None:
+                yield f"{path}: skill '{name}' is not defined (no SKILL.md under skills.dir names it)"
+            seen.add(name)

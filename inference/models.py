@@ -262,3 +262,19 @@ class CachedReply(models.Model):
             models.Index(fields=["used_at"], name="cache_use"),
             models.Index(fields=["expires_at"], name="cache_expiry"),
         ]
+
+
+class StoredFile(models.Model):
+    """A file a user uploaded (``/v1/files``, docs/files.md): its metadata here, its bytes
+    under ``files.dir`` in a file named by its id."""
+
+    id = models.CharField(max_length=40, primary_key=True)  # file-<hex>
+    user_id = models.CharField(max_length=255)
+    filename = models.CharField(max_length=255)
+    purpose = models.CharField(max_length=32)
+    media_type = models.CharField(max_length=255)
+    bytes = models.BigIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["user_id", "created_at"], name="files_of_user")]

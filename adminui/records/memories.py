@@ -16,6 +16,7 @@ from adminui.rendering.errors import AdminError
 from adminui.rendering.negotiation import is_form, is_html, respond, written
 from adminui.rendering.paging import page
 from adminui.schemas import errors
+from inference.files.storage import folder_of, folder_without_config
 from inference.ledger.erasure import erase_user
 from inference.memory.by_hand import CannotRemember, EmbeddingFailed
 from inference.memory.store import Memory, delete_memory, memories_before
@@ -49,6 +50,7 @@ class Removed(BaseModel):
     messages: int
     memories: int
     responses: int
+    files: int
 
 
 class Erased(BaseModel):
@@ -133,10 +135,14 @@ def remove_memory_by_form(request: AdminRequest, memory_id: int) -> Any:
     operation_id="erase_user",
     url_name="user_erase",
     summary="Erase everything stored about a user (history, memories, stored responses, "
-    "pending tool exchanges); the ledger keeps the costs under a digest of the id",
+    "pending tool exchanges, cached answers, files); the ledger keeps the costs under a "
+    "digest of the id",
 )
 def erase(request: AdminRequest, user_id: str) -> Any:
-    return {"user": user_id, "removed": erase_user(user_id)}
+    holder = request.runtime.holder
+    config = holder.config
+    folder = folder_of(config) if config is not None else folder_without_config(holder.path)
+    return {"user": user_id, "removed": erase_user(user_id, folder)}
 
 
 def _described(row: Memory) -> dict[str, Any]:

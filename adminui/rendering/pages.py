@@ -15,6 +15,7 @@ from agents.resources import RESOURCES
 
 # Pages of the navigation bar after the collections, by URL name.
 _RECORD_PAGES = (
+    ("Skills", "admin:skills"),
     ("Config file", "admin:config"),
     ("Revisions", "admin:revisions"),
     ("Scores", "admin:scores"),

@@ -86,7 +86,14 @@ class ProxyAuthMiddleware(AsyncMiddleware):
         scope = getattr(request, "scope", {})
         limit = too_large(request)
         refusal: ApiError | None = scope.get(_REFUSAL)
-        if limit is not None:
+        if limit is not None and api_request.dialect.uploads:
+            refusal = ApiError(
+                413,
+                f"The file is larger than files.max_file_mb ({limit} bytes with the form)",
+                param="file",
+                code="file_too_large",
+            )
+        elif limit is not None:
             refusal = ApiError(
                 413,
                 f"The request body is larger than limits.max_body_mb ({limit} bytes)",
@@ -98,7 +105,7 @@ class ProxyAuthMiddleware(AsyncMiddleware):
         api_request.bound_user = scope.get(_PRINCIPAL)
         api_request.api_key = scope.get(_KEY)
         api_request.parsed_body = None
-        if int(request.META.get("CONTENT_LENGTH") or 0) > MIB:
+        if int(request.META.get("CONTENT_LENGTH") or 0) > MIB and not api_request.dialect.uploads:
             api_request.parsed_body = await asyncio.to_thread(_parsed, request)
         return await self.get_response(request)
 

@@ -7,12 +7,13 @@ from django.urls import URLPattern, URLResolver, path
 
 from inference.dialects.chat.dialect import DIALECT as CHAT
 from inference.dialects.embeddings.dialect import DIALECT as EMBEDDINGS
+from inference.dialects.files.dialect import DIALECT as FILES
 from inference.dialects.gemini.dialect import DIALECT as GEMINI
 from inference.dialects.messages.dialect import DIALECT as MESSAGES
 from inference.dialects.responses.dialect import DIALECT as RESPONSES
 from inference.serving.dialect import Dialect
 
-DIALECTS: tuple[Dialect, ...] = (GEMINI, CHAT, MESSAGES, RESPONSES, EMBEDDINGS)
+DIALECTS: tuple[Dialect, ...] = (GEMINI, CHAT, MESSAGES, RESPONSES, EMBEDDINGS, FILES)
 
 
 def dialect_of(path: str) -> Dialect | None:

@@ -1,6 +1,7 @@
 """The right to erasure (docs/memory.md): everything stored about a user removed in one
 transaction: conversation history, memories, stored responses, pending tool exchanges,
-the response cache's answers to their requests and budget reservations. What must be kept for the operator's accounts (ledger rows,
+the response cache's answers to their requests, uploaded files (their bytes leave the
+disk once the rest is committed) and budget reservations. What must be kept for the operator's accounts (ledger rows,
 judge scores, request records) stays, under a digest instead of the user id, so totals
 still add up and nothing leads back to the person.
 
@@ -10,12 +11,14 @@ after it, and deleted rows are overwritten, so the erased text leaves the disk.
 """
 
 import logging
+from pathlib import Path
 
 from django.db import connection, transaction
 from django.utils import timezone
 
 from inference.cache.forgetting import purge_entries
 from inference.erasures import erased_id, record_erasure
+from inference.files.storage import remove
 from inference.models import (
     BudgetReservation,
     JudgeRun,
@@ -23,6 +26,7 @@ from inference.models import (
     LedgerEntry,
     Memory,
     RequestRecord,
+    StoredFile,
     StoredMessage,
     StoredResponse,
     ToolExchange,
@@ -31,8 +35,10 @@ from inference.models import (
 logger = logging.getLogger("gateway.ledger")
 
 
-def erase_user(user_id: str) -> dict[str, int]:
-    """Remove what is stored about ``user_id``; the counts of what was removed."""
+def erase_user(user_id: str, files_folder: Path) -> dict[str, int]:
+    """Remove what is stored about ``user_id``, the bytes of their files under
+    ``files_folder`` included (once the rest is committed); the counts of what was
+    removed."""
     sqlite = connection.vendor == "sqlite"
     if sqlite:
         _pragma("PRAGMA secure_delete = ON")
@@ -46,6 +52,8 @@ def erase_user(user_id: str) -> dict[str, int]:
             responses, _ = StoredResponse.objects.filter(user_id=user_id).delete()
             ToolExchange.objects.filter(user_id=user_id).delete()
             purge_entries(None, user_id)
+            uploaded = list(StoredFile.objects.filter(user_id=user_id).values_list("id", flat=True))
+            StoredFile.objects.filter(id__in=uploaded).delete()
             BudgetReservation.objects.filter(user_id=user_id).delete()
             digest = erased_id(user_id)
             for kept in (LedgerEntry, JudgeRun, JudgeScore, RequestRecord):
@@ -55,11 +63,13 @@ def erase_user(user_id: str) -> dict[str, int]:
             _pragma("PRAGMA secure_delete = OFF")
     if sqlite:
         _checkpoint()
+    remove(files_folder, uploaded)
     return {
         "conversations": conversations,
         "messages": messages,
         "memories": memories,
         "responses": responses,
+        "files": len(uploaded),
     }
 
 

@@ -3,6 +3,7 @@ the dialect has taken them out of its own shape (function tools, the tool choice
 images, user messages, a reply's JSON format). Everything a client can get wrong here is
 a 400 naming the field, in the dialect's terms (``param``)."""
 
+import mimetypes
 import re
 from typing import Any, Literal
 
@@ -11,6 +12,7 @@ from inference.neutral.request import ToolOffer
 from inference.neutral.schemas import check_json_schema, check_reply_schema
 from inference.neutral.types import (
     Block,
+    Document,
     Image,
     Message,
     Part,
@@ -22,6 +24,7 @@ from inference.neutral.types import (
 SYSTEM_ROLES = ("system", "developer")
 TOOL_MODES = ("none", "auto", "required")  # the tool choices that name no tool
 _DATA_IMAGE = re.compile(r"data:image/[A-Za-z0-9.+-]+;base64,")
+_DATA_URI = re.compile(r"data:([A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+)?(?:;[^,;]+)*;base64,(.*)", re.S)
 
 
 def tool_spec(function: dict[str, Any], where: str) -> ToolSpec:
@@ -161,6 +164,24 @@ def image(url: str, param: str) -> Image:
         f"{param} must be an https URL or a data:image/...;base64, URI",
         param=param,
         code="invalid_image_url",
+    )
+
+
+def document(
+    file_id: Any, file_data: Any, filename: Any, where: str, block: dict[str, Any] | None = None
+) -> Document:
+    """A file part: a gateway ``file_id`` (resolved before the call), or ``file_data`` as a
+    ``data:<media type>;base64,`` URI (or bare base64 with a ``filename``)."""
+    name = filename if isinstance(filename, str) and filename else "file"
+    if isinstance(file_id, str) and file_id:
+        return Document(name, file_id=file_id, where=where, block=block)
+    if isinstance(file_data, str) and file_data:
+        found = _DATA_URI.match(file_data)
+        media_type, data = (found.group(1), found.group(2)) if found else ("", file_data)
+        guessed = mimetypes.guess_type(name)[0] or "application/octet-stream"
+        return Document(name, media_type or guessed, data, where=where, block=block)
+    raise invalid_request(
+        f"{where} needs a file_id (of /v1/files) or file_data", param=where, code="invalid_file"
     )
 
 

@@ -7,8 +7,10 @@ from functools import cached_property
 from typing import Any
 
 from inference.neutral.types import (
+    Document,
     Image,
     Message,
+    Part,
     ResponseFormat,
     Sampling,
     ToolChoice,
@@ -78,10 +80,18 @@ class ClientRequest:
 
 
 def remembered_text(message: Message) -> str:
-    """A message's text as history keeps it: ``[image]`` where an image was."""
+    """A message's text as history keeps it: ``[image]`` where an image was, and
+    ``[file: <name>]`` where a document was."""
     if not message.parts:
         return message.content
-    return "".join(
-        part if isinstance(part, str) else "[image]" if isinstance(part, Image) else part.text
-        for part in message.parts
-    )
+    return "".join(_remembered(part) for part in message.parts)
+
+
+def _remembered(part: Part) -> str:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, Image):
+        return "[image]"
+    if isinstance(part, Document):
+        return f"[file: {part.filename}]"
+    return part.text

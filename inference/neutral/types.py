@@ -62,7 +62,34 @@ class Block:
     text: str
 
 
-Part = str | Image | Block  # a piece of a message's content
+@dataclass(frozen=True)
+class Document:
+    """A file in a message (docs/files.md): a PDF or a text-like file, its bytes as base64,
+    its media type and name. Read from a request it may be only a gateway ``file_id``,
+    resolved before the turn calls a model (``inference.files.resolution``); ``where`` is
+    its place in the request, for a refusal that names it. ``text``: a text-like file's
+    text, or a PDF's as ``pypdf`` extracts it, for providers that take no documents.
+    ``block``: the Messages API block it came in, for Anthropic upstreams."""
+
+    filename: str
+    media_type: str = ""
+    data: str = ""
+    file_id: str | None = None
+    where: str = ""
+    text: str | None = None
+    block: dict[str, Any] | None = None
+
+    @property
+    def is_pdf(self) -> bool:
+        return self.media_type == "application/pdf"
+
+    @property
+    def as_text(self) -> str:
+        """The text part a provider without document input gets: the name, then the text."""
+        return f"[{self.filename}]\n{self.text or '(no text could be read from it)'}"
+
+
+Part = str | Image | Block | Document  # a piece of a message's content
 
 
 @dataclass(frozen=True)
@@ -88,9 +115,10 @@ class Message:
         return f"Error: {self.content}" if self.failed else self.content
 
     @property
-    def with_images(self) -> bool:
+    def with_media(self) -> bool:
+        """Whether it has images or documents (else its text says it all)."""
         # Most messages (every replayed one of text) have no parts: no generator for them.
-        return bool(self.parts) and any(isinstance(part, Image) for part in self.parts)
+        return bool(self.parts) and any(isinstance(part, Image | Document) for part in self.parts)
 
 
 @dataclass(frozen=True)

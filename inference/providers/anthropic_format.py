@@ -16,6 +16,7 @@ from inference.neutral.types import (
     Block,
     ChatRequest,
     ChatResponse,
+    Document,
     Finish,
     FinishReason,
     Message,
@@ -62,7 +63,11 @@ _STOP_REASONS: dict[str, FinishReason] = {
 
 
 class AnthropicProvider(Provider):
-    kinds = (ProviderKind("anthropic", "https://api.anthropic.com", "anthropic", "anthropic"),)
+    kinds = (
+        ProviderKind(
+            "anthropic", "https://api.anthropic.com", "anthropic", "anthropic", documents=True
+        ),
+    )
     tool_names = LETTERS_DIGITS_DASHES
 
     @property
@@ -288,6 +293,11 @@ def _part_block(part: Part) -> dict[str, Any]:
         return {"type": "text", "text": part}
     if isinstance(part, Block):
         return part.block
+    if isinstance(part, Document):
+        # The block a Messages client sent keeps its title, context, citations and cache
+        # marker; the bytes always go as base64 (a gateway file id is not Anthropic's).
+        source = {"type": "base64", "media_type": part.media_type, "data": part.data}
+        return {**(part.block or {"title": part.filename}), "type": "document", "source": source}
     inline = part.inline
     if inline is None:
         return {"type": "image", "source": {"type": "url", "url": part.url}}

@@ -7,7 +7,7 @@ import re
 import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AsyncExitStack, aclosing, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -23,9 +23,11 @@ from inference.neutral.types import (
     THINKING_BUDGETS,
     ChatRequest,
     ChatResponse,
+    Document,
     EmbeddingRequest,
     Embeddings,
     Finish,
+    Message,
     StreamEvent,
     Usage,
 )
@@ -101,6 +103,7 @@ class ProviderKind:
     base_url: str
     telemetry_name: str
     price_table: str
+    documents: bool = False  # whether it takes PDFs as they are (else their text)
 
 
 class Provider:
@@ -129,10 +132,28 @@ class Provider:
         self.timeouts = settings.timeouts
         self._http_timeout = httpx.Timeout(None, connect=self.timeouts.connect)
 
+    @property
+    def takes_documents(self) -> bool:
+        """Whether PDFs go to it as documents: its kind's default, or ``documents:``."""
+        configured = self.settings.documents
+        return self.spec.documents if configured is None else configured
+
+    def readable(self, request: ChatRequest) -> ChatRequest:
+        """``request`` as this provider can take it: text-like files as text parts, and
+        PDFs as their text unless it takes documents."""
+        if not any(message.with_media for message in request.messages):
+            return request
+        return replace(
+            request,
+            messages=tuple(
+                _readable(message, self.takes_documents) for message in request.messages
+            ),
+        )
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """The whole reply; one the module cannot read is a 502, not a crash."""
         try:
-            return await self.complete_once(request)
+            return await self.complete_once(self.readable(request))
         except _UNREADABLE as error:
             raise self._unreadable(error) from error
 
@@ -140,7 +161,7 @@ class Provider:
         """The reply as stream events; a stream cut before the reply finished is a 502."""
         finished = False
         try:
-            async with aclosing(self.stream_events(request)) as events:
+            async with aclosing(self.stream_events(self.readable(request))) as events:
                 async for event in events:
                     finished = finished or isinstance(event, Finish)
                     yield event
@@ -472,3 +493,17 @@ def _parsed_url(url: str) -> httpx.URL:
     """``url`` parsed once: httpx parses a URL given as text on every request (about
     40 us, half of building the request)."""
     return httpx.URL(url)
+
+
+def _readable(message: Message, documents: bool) -> Message:
+    """A message with its documents as text where they must be (a message left with text
+    only is plain text again: the encoders send its ``content``)."""
+    if not message.with_media:
+        return message
+    parts = tuple(
+        part.as_text if isinstance(part, Document) and not (documents and part.is_pdf) else part
+        for part in message.parts
+    )
+    if all(isinstance(part, str) for part in parts):
+        return replace(message, content="".join(str(part) for part in parts), parts=())
+    return replace(message, parts=parts)

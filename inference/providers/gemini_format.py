@@ -14,6 +14,7 @@ from inference.neutral.types import (
     Block,
     ChatRequest,
     ChatResponse,
+    Document,
     EmbeddingRequest,
     Embeddings,
     Finish,
@@ -59,7 +60,13 @@ _AUTH_STATUSES = {"UNAUTHENTICATED", "PERMISSION_DENIED"}
 
 class GeminiProvider(Provider):
     kinds = (
-        ProviderKind("gemini", "https://generativelanguage.googleapis.com", "gcp.gemini", "google"),
+        ProviderKind(
+            "gemini",
+            "https://generativelanguage.googleapis.com",
+            "gcp.gemini",
+            "google",
+            documents=True,
+        ),
     )
     tool_names = GEMINI_NAMES
 
@@ -200,7 +207,7 @@ def _parts(message: Message, call_names: dict[str, str]) -> list[dict[str, Any]]
         }
         return [{"functionResponse": response}]
     parts: list[dict[str, Any]] = []
-    if message.with_images:
+    if message.with_media:
         parts.extend(_content_part(part) for part in message.parts)
     elif message.content:
         parts.append({"text": message.content})
@@ -229,6 +236,8 @@ def _content_part(part: Part) -> dict[str, Any]:
         return {"text": part}
     if isinstance(part, Block):
         return {"text": part.text}
+    if isinstance(part, Document):
+        return {"inlineData": {"mimeType": part.media_type, "data": part.data}}
     inline = part.inline
     if inline is not None:
         return {"inlineData": {"mimeType": inline[0], "data": inline[1]}}

@@ -8,12 +8,14 @@ from httpx_sse import ServerSentEvent
 from inference.neutral.types import (
     ChatRequest,
     ChatResponse,
+    Document,
     EmbeddingRequest,
     Embeddings,
     Finish,
     FinishReason,
     Image,
     Message,
+    Part,
     ResponseFormat,
     Sampling,
     StreamEvent,
@@ -39,7 +41,7 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 
 class OpenAIFormatProvider(Provider):
     kinds = (
-        ProviderKind("openai", "https://api.openai.com/v1", "openai", "openai"),
+        ProviderKind("openai", "https://api.openai.com/v1", "openai", "openai", documents=True),
         ProviderKind("groq", "https://api.groq.com/openai/v1", "groq", "groq"),
         ProviderKind("deepseek", "https://api.deepseek.com/v1", "deepseek", "deepseek"),
     )
@@ -213,15 +215,20 @@ _PASSED_AS_THEY_ARE = (
 
 
 def encode_content(message: Message) -> str | list[dict[str, Any]]:
-    """Text, or text and image parts in order (the shape Cohere v2 shares)."""
-    if not message.with_images:
+    """Text, or text, image and file parts in order (the shape Cohere v2 shares; it is
+    sent no files)."""
+    if not message.with_media:
         return message.content
-    return [
-        {"type": "image_url", "image_url": {"url": part.url}}
-        if isinstance(part, Image)
-        else {"type": "text", "text": part if isinstance(part, str) else part.text}
-        for part in message.parts
-    ]
+    return [_encode_part(part) for part in message.parts]
+
+
+def _encode_part(part: Part) -> dict[str, Any]:
+    if isinstance(part, Image):
+        return {"type": "image_url", "image_url": {"url": part.url}}
+    if isinstance(part, Document):
+        data = f"data:{part.media_type};base64,{part.data}"
+        return {"type": "file", "file": {"filename": part.filename, "file_data": data}}
+    return {"type": "text", "text": part if isinstance(part, str) else part.text}
 
 
 def _encode_message(message: Message) -> dict[str, Any]:

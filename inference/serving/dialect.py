@@ -38,6 +38,9 @@ class Dialect:
     credentials: Credentials = bearer
     # Paths it owns one by one, under another dialect's prefix (Gemini's /v1/models/…:).
     paths: re.Pattern[str] | None = None
+    # Its bodies are uploads (multipart files): limited by files.max_file_mb, not parsed
+    # as JSON.
+    uploads: bool = False
 
     def claim(self, path: str) -> int:
         """How long the longest of its prefixes that owns ``path`` is (-1: none does); a

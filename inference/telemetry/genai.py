@@ -60,9 +60,10 @@ def tool_result_attributes(text: str) -> Attributes:
 
 
 def tool_attributes(name: str, kind: str, call: ToolCall, capture: bool) -> Attributes:
-    """An ``execute_tool`` span's attributes. Both kinds of tool the gateway runs are
-    "extension" tools in the conventions' terms (run by the agent's side, not the
-    client's); ``gateway.tool.kind`` tells an MCP tool from a subagent."""
+    """An ``execute_tool`` span's attributes. Every kind of tool the gateway runs is an
+    "extension" tool in the conventions' terms (run by the agent's side, not the
+    client's); ``gateway.tool.kind`` tells an MCP tool from a subagent and from a tool of
+    the agent's skills (``skill``)."""
     attributes: Attributes = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": name,

@@ -1,4 +1,4 @@
-"""Running the agent's own tools: an MCP server's tool, or a subagent.
+"""Running the agent's own tools: an MCP server's tool, a subagent, or a skill's tool.
 
 A subagent answers in a fresh conversation under its own preamble and tools, one level
 deeper; an agent at ``MAX_SUBAGENT_DEPTH`` has its subagent calls refused. Whatever goes
@@ -42,6 +42,7 @@ from inference.tools.bounds import TurnBounds, TurnStopped
 from inference.tools.failure import ToolFailed
 from inference.tools.loop import ToolLoop
 from inference.tools.mcp import McpHub
+from inference.tools.skills import run_skill_tool, skills_prompt
 from inference.tools.toolbox import AgentTool, Toolbox, build_toolbox
 
 MAX_SUBAGENT_DEPTH = 4
@@ -127,6 +128,9 @@ class ToolExecutor:
                 if tool.kind == "mcp":
                     with span.outgoing():
                         text = await self._mcp(tool, arguments_object(call.arguments))
+                elif tool.kind == "skill":
+                    arguments, config = arguments_object(call.arguments), self.context.config
+                    text = await run_skill_tool(tool.name, tool.skills, config, arguments)
                 else:
                     text, usage = await self._subagent(tool.name, call.arguments, span)
             except ToolFailed as failure:
@@ -170,9 +174,10 @@ class ToolExecutor:
             )
         except ApiError as error:
             raise ToolFailed(f"subagent '{name}' cannot run: {error.message}") from error
+        parts = (agent.preamble, skills_prompt(agent, context.config))
         request = ChatRequest(
             model=agent.model,
-            system=agent.preamble,
+            system="\n\n".join(part for part in parts if part.strip()),
             messages=(Message(role="user", content=message),),
             tools=toolbox.specs,
         )

@@ -1,9 +1,9 @@
 """The tools of one conversation with an agent (docs/api.md, "Tools").
 
-The agent's own tools (its MCP servers' tools first, then its subagents) are run by the
-gateway; the client's tools are returned to the client. All of them reach the model
-under names its provider accepts; the toolbox translates between those names and the
-tools they stand for.
+The agent's own tools (its MCP servers' tools first, then its subagents, then the two
+tools of its skills) are run by the gateway; the client's tools are returned to the
+client. All of them reach the model under names its provider accepts; the toolbox
+translates between those names and the tools they stand for.
 """
 
 from collections.abc import Mapping
@@ -15,6 +15,7 @@ from inference.neutral.errors import ApiError, invalid_request
 from inference.neutral.types import Message, ToolCall, ToolChoice, ToolSpec
 from inference.providers.toolnames import ToolNameRule
 from inference.tools.mcp import McpHub
+from inference.tools.skills import skill_specs
 
 CONNECT_WAIT = 10.0  # seconds a request waits for an MCP server that is just starting
 SUBAGENT_PARAMETERS = {
@@ -26,11 +27,13 @@ SUBAGENT_PARAMETERS = {
 
 @dataclass(frozen=True)
 class AgentTool:
-    """A tool the gateway runs itself: an MCP server's tool, or a subagent."""
+    """A tool the gateway runs itself: an MCP server's tool, a subagent, or one of the
+    tools of the agent's skills."""
 
-    kind: Literal["mcp", "subagent"]
-    name: str  # the MCP tool's or the subagent's own name
+    kind: Literal["mcp", "subagent", "skill"]
+    name: str  # the MCP tool's, the subagent's or the skill tool's own name
     server: str = ""  # the MCP server, for MCP tools
+    skills: tuple[str, ...] = ()  # the skills the agent lists, for skill tools
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,8 @@ async def build_toolbox(
         description = _purpose(config, subagent) or f"Invoke the '{subagent}' subagent."
         spec = ToolSpec(subagent, description, SUBAGENT_PARAMETERS)
         own.append((spec, AgentTool("subagent", subagent)))
+    for spec in skill_specs(agent.skills):
+        own.append((spec, AgentTool("skill", spec.name, skills=tuple(agent.skills))))
     taken = {spec.name for spec, _ in own}
     for index, tool in enumerate(client_tools):
         if tool.name in taken:

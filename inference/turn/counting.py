@@ -28,7 +28,7 @@ async def prompt_tokens(
     request = ChatRequest(model=agent.model, system=prompt, messages=tuple(messages), tools=tools)
     provider = engine.providers.provider(agent.provider, config)
     try:
-        counted = await provider.count_tokens(request)
+        counted = await provider.count_tokens(provider.readable(request))
     except ProviderError as error:
         logger.warning("count_tokens: %s; answered with the estimate", error)
         counted = None

@@ -21,6 +21,8 @@ from core.requestlog import RequestLog
 from inference.cache.use import CacheControl, cache_control
 from inference.database import in_database
 from inference.engine import Engine
+from inference.files.resolution import LoadedFile, file_ids_of, load_files, resolve_documents
+from inference.files.storage import folder_of
 from inference.ledger.history import load_history
 from inference.memory.recall import Recall, recall
 from inference.money.admission import admit, release_quietly, reservation_size
@@ -66,6 +68,7 @@ class Stored:
     history: list[Message]
     exchanges: dict[str, Exchange]
     arms: dict[str, Arm]
+    files: dict[str, LoadedFile] = field(default_factory=dict)  # the request's, by id
 
 
 @dataclass(frozen=True)
@@ -189,7 +192,8 @@ async def _turn(
     span: Span,
 ) -> Turn:
     await checked_tools(client.tools)
-    if client.user_text is None:
+    user_text = client.user_text
+    if user_text is None:
         raise invalid_request(
             f"{client.conversation_param} must contain at least one message with role 'user'",
             param=client.conversation_param,
@@ -197,13 +201,15 @@ async def _turn(
         )
     routing = route(config, config.target(client.model), user_id, stored.arms, engine.rng)
     log.agent, log.provider = routing.agent.name, routing.agent.provider
+    client = await _with_documents(client, stored.files, routing, config, engine)
+    user_text = client.user_text or user_text  # with the names of its files
     log.experiment, log.variant = routing.experiment, routing.variant
     log.completion_id = f"{id_prefix}{uuid.uuid4().hex}"
     history = stored.history if routing.agent.history else []
     setting = Setting(client, options, tuple(history), stored.exchanges)
     memories = Recall()
     if routing.agent.memory is not None and options.history:
-        memories = await recall(routing.agent, user_id, client.user_text, config, engine, span)
+        memories = await recall(routing.agent, user_id, user_text, config, engine, span)
     return Turn(
         completion_id=log.completion_id,
         created=int(time.time()),
@@ -212,7 +218,7 @@ async def _turn(
         routing=routing,
         setting=setting,
         call=await agent_call(routing.agent, setting, config, engine, memories.prompt),
-        user_text=client.user_text,
+        user_text=user_text,
         include_usage=client.include_usage,
         reservation=stored.reservation,
         cache_control=cache_control(client.cache_control, off=not options.cache),
@@ -232,7 +238,9 @@ async def agent_call(
     )
     own = tuple(toolbox.to_provider(message) for message in client.messages)
     conversation = [*setting.history, *with_exchanges(own, setting.exchanges)]
-    request = build_chat_request(agent, client, setting.options, conversation, toolbox, memories)
+    request = build_chat_request(
+        agent, config, client, setting.options, conversation, toolbox, memories
+    )
     return AgentCall(agent, route, toolbox, request)
 
 
@@ -278,10 +286,12 @@ def _before_the_call(
     call_ids = [call.id for message in client.messages for call in message.tool_calls]
     exchanges = load_exchanges(user_id, call_ids, now)
     arms = bandit_arms(config, config.target(client.model), now)
+    file_ids = file_ids_of(client.messages)
+    files = load_files(user_id, file_ids, folder_of(config)) if file_ids else {}
     # Last: nothing that may fail comes between the reservation and its return.
     tokens, micro_usd = _reservation_size(config, client, history)
     reservation = admit(user_id, options.caps, tokens, now, key, micro_usd)
-    return Stored(reservation, history, exchanges, arms)
+    return Stored(reservation, history, exchanges, arms, files)
 
 
 def _reads_nothing(
@@ -296,7 +306,30 @@ def _reads_nothing(
         and not _replays(config, client, options)
         and not any(message.tool_calls for message in client.messages)
         and config.experiment(config.target(client.model)) is None
+        and not file_ids_of(client.messages)
     )
+
+
+async def _with_documents(
+    client: ClientRequest,
+    files: dict[str, LoadedFile],
+    routing: Routing,
+    config: Config,
+    engine: Engine,
+) -> ClientRequest:
+    """The request with its files made whole (docs/files.md); a PDF's text is read when a
+    provider of an agent that answers (its deployments, fallbacks, shadows) takes none."""
+    if not any(message.with_media for message in client.messages):
+        return client
+    agents = [routing.agent, *routing.shadows]
+    providers = {deployment.provider for agent in agents for deployment in route_of(agent)}
+    with_text = not all(
+        engine.providers.provider(name, config).takes_documents for name in providers
+    )
+    messages = await asyncio.to_thread(
+        resolve_documents, client.messages, files, with_text, routing.agent.provider
+    )
+    return replace(client, messages=messages)
 
 
 def _replays(config: Config, client: ClientRequest, options: RequestOptions) -> bool:

@@ -181,7 +181,16 @@ def test_streamed_function_call_arrives_as_items(
             "unsupported_item",
         ),
         (
-            {"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},
+            {
+                "input": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}
+                        ],
+                    }
+                ]
+            },
             "input[0].content[0]",
             "unsupported_content_part",
         ),

@@ -65,7 +65,7 @@ def test_images_keep_their_place_among_the_text_parts() -> None:
             }
         ]
     ).messages
-    assert message.with_images
+    assert message.with_media
     assert [type(part).__name__ for part in message.parts] == ["str", "Image", "str"]
     assert Image(url) in message.parts
 

@@ -26,7 +26,7 @@ class Command(BaseCommand):
                 returncode=1,
             ) from error
         try:
-            config = load_config_text(text)
+            config = load_config_text(text, config_path.parent)
         except ConfigError as error:
             for problem in error.problems:
                 self.stderr.write(problem)

@@ -64,7 +64,7 @@ class Command(BaseCommand):
     def _check_config(self) -> None:
         path = settings.GATEWAY_CONFIG
         try:
-            load_config_text(path.read_text(encoding="utf-8"))
+            load_config_text(path.read_text(encoding="utf-8"), path.parent)
         except OSError as error:
             raise CommandError(f"cannot read the config file {path}: {error.strerror}") from error
         except UnicodeDecodeError as error:

@@ -18,6 +18,7 @@ class ContentPart(Lenient):
     text: str | None = None
     refusal: str | None = None  # on an assistant message's "refusal" part
     image_url: ImageUrlIn | None = None
+    file: dict[str, Any] | None = None  # {file_id} or {file_data, filename}
     cache_control: dict[str, Any] | None = None  # Anthropic's prompt-cache breakpoint
 
 

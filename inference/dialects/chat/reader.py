@@ -198,8 +198,15 @@ def _user_message(message: ChatMessageIn, index: int) -> Message:
             parts.append(part.text or "")
         elif part.type == "image_url" and part.image_url is not None:
             parts.append(readers.image(part.image_url.url, f"{where}.image_url.url"))
+        elif part.type == "file" and part.file is not None:
+            file = part.file
+            parts.append(
+                readers.document(
+                    file.get("file_id"), file.get("file_data"), file.get("filename"), where
+                )
+            )
         else:
-            raise readers.unsupported_part(part.type, where, "text and image_url")
+            raise readers.unsupported_part(part.type, where, "text, image_url and file")
     return readers.user_message(parts, message.cache_control)
 
 

@@ -9,6 +9,7 @@ Gemini upstreams only. Anything else the gateway cannot serve is a 400 naming th
 """
 
 import json
+import mimetypes
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,7 +182,7 @@ def _user_turn(parts: list[dict[str, Any]], where: str, calls: _Calls) -> list[M
         elif isinstance(part.get("text"), str):
             own.append(part["text"])
         elif "inlineData" in part or "fileData" in part:
-            own.append(_image(part, place))
+            own.append(_media(part, place))
         else:
             raise readers.unsupported_part(
                 _kind(part), place, "text, inlineData, fileData (images) and functionResponse"
@@ -201,12 +202,16 @@ def _response_text(response: Any) -> str:
     return json.dumps(response)
 
 
-def _image(part: dict[str, Any], where: str) -> Part:
+def _media(part: dict[str, Any], where: str) -> Part:
+    """An image (``inlineData`` or ``fileData``), or a file given inline (a PDF, text)."""
     inline = part.get("inlineData")
-    if isinstance(inline, dict):
+    if isinstance(inline, dict) and isinstance(inline.get("data"), str):
         mime = str(inline.get("mimeType") or "")
-        if mime.startswith("image/") and isinstance(inline.get("data"), str):
-            return readers.image(f"data:{mime};base64,{inline['data']}", f"{where}.inlineData")
+        uri = f"data:{mime};base64,{inline['data']}"
+        if mime.startswith("image/"):
+            return readers.image(uri, f"{where}.inlineData")
+        name = f"inline{mimetypes.guess_extension(mime) or ''}"
+        return readers.document(None, uri, name, f"{where}.inlineData")
     linked = part.get("fileData")
     if isinstance(linked, dict) and str(linked.get("mimeType") or "").startswith("image/"):
         return readers.image(str(linked.get("fileUri") or ""), f"{where}.fileData.fileUri")

@@ -165,7 +165,7 @@ def _user_turn(blocks: list[dict[str, Any]], where: str, calls: dict[str, str]) 
             parts.append(_image(block, place))
             breakpoint_ = block.get("cache_control") or breakpoint_
         elif kind == "document":
-            parts.append(Block(block, _document_text(block)))
+            parts.append(_document(block, place))
         else:
             raise readers.unsupported_part(kind, place, "text, image, document and tool_result")
     if parts:
@@ -258,6 +258,8 @@ def _source(block: dict[str, Any]) -> dict[str, Any]:
 
 def _image(block: dict[str, Any], where: str) -> Part:
     source = _source(block)
+    if source.get("type") == "file":
+        return readers.document(source.get("file_id"), None, None, where)
     if source.get("type") == "base64":
         return readers.image(f"data:{source.get('media_type')};base64,{source.get('data')}", where)
     if source.get("type") == "url" and isinstance(source.get("url"), str):
@@ -269,10 +271,22 @@ def _image(block: dict[str, Any], where: str) -> Part:
     )
 
 
-def _document_text(block: dict[str, Any]) -> str:
-    """What providers other than Anthropic get of a document: a text one's text."""
-    data = _source(block).get("data")
-    return data if _source(block).get("type") == "text" and isinstance(data, str) else "[document]"
+def _document(block: dict[str, Any], where: str) -> Part:
+    """A ``file`` source (a gateway file id) or a base64 PDF is a document every provider
+    gets (its text where it takes no documents); a ``text`` or ``url`` document goes to
+    Anthropic as sent, and others get a text one's text (``[document]`` for a URL)."""
+    source = _source(block)
+    title = block.get("title")
+    if source.get("type") == "file":
+        return readers.document(source.get("file_id"), None, title, where, block=block)
+    if source.get("type") == "base64":
+        media_type = source.get("media_type") or "application/pdf"
+        uri = f"data:{media_type};base64,{source.get('data') or ''}"
+        return readers.document(None, uri, title or "document.pdf", where, block=block)
+    data = source.get("data")
+    return Block(
+        block, data if source.get("type") == "text" and isinstance(data, str) else "[document]"
+    )
 
 
 def _tool_choice(choice: dict[str, Any] | None, tools: tuple[ToolSpec, ...]) -> ToolChoice | None:

@@ -253,9 +253,14 @@ def _user_parts(content: Any, where: str) -> list[Part]:
             parts.append(str(part.get("text") or ""))
         elif kind == "input_image" and isinstance(part.get("image_url"), str):
             parts.append(readers.image(part["image_url"], f"{place}.image_url"))
+        elif kind == "input_image" and isinstance(part.get("file_id"), str):
+            parts.append(readers.document(part["file_id"], None, None, place))
+        elif kind == "input_file":
+            file_id, data = part.get("file_id"), part.get("file_data")
+            parts.append(readers.document(file_id, data, part.get("filename"), place))
         else:
             raise readers.unsupported_part(
-                kind, place, "input_text and input_image with an image_url"
+                kind, place, "input_text, input_image (image_url or file_id) and input_file"
             )
     return parts
 

@@ -1,0 +1,1 @@
+"""OpenAI's Files API: ``/v1/files`` (docs/files.md)."""
