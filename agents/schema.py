@@ -307,6 +307,14 @@ class SkillsConfig(Section):
     dir: str = Field(description="One sub-folder per skill, each with a SKILL.md.")
 
 
+class McpServerSettings(Section):
+    """Our extension: the gateway as an MCP server at ``/mcp`` (docs/mcp.md)."""
+
+    expose_tools: bool = Field(
+        default=False, description="List the agents' MCP tools too, as <server>__<tool>."
+    )
+
+
 class CacheConfig(Section):
     """Our extension: what every agent's response cache shares (docs/caching.md)."""
 
@@ -345,6 +353,11 @@ class Config(Section):
     cache: CacheConfig = CacheConfig()
     files: FilesConfig = FilesConfig()
     skills: SkillsConfig | None = None
+    mcp_server: McpServerSettings = McpServerSettings()
+    public_base_url: str | None = Field(
+        default=None,
+        description="Our extension: the gateway's URL as a browser reaches it (MCP connect links).",
+    )
     aliases: dict[str, str] = Field(
         default={},
         description="Our extension: model names clients send (exact, or a prefix ending in "
