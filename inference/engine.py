@@ -6,7 +6,9 @@ every config that gets applied; request code only borrows from it.
 """
 
 import asyncio
+import contextlib
 import random
+from typing import Any
 
 from agents.schema import Config
 from inference.background import BackgroundTasks
@@ -28,6 +30,9 @@ class Engine:
         # The one source of the process's random choices (experiment arms, shadow rates,
         # judge sampling), so a test can seed every draw at once.
         self.rng = random.Random()
+        # Long-lived work a request started (the MCP server's session manager), ended
+        # after the background work.
+        self.services: set[asyncio.Task[Any]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self, config: Config | None) -> None:
@@ -48,6 +53,10 @@ class Engine:
         # Requests still answered at shutdown hand their records to the writer as they
         # end (background.stop waits for them): the writer stops after them.
         await self.background.stop()
+        for service in list(self.services):
+            service.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await service
         await self.writer.stop()
         await self.mcp.stop()
         await self.providers.aclose()

@@ -9,11 +9,12 @@ from inference.dialects.chat.dialect import DIALECT as CHAT
 from inference.dialects.embeddings.dialect import DIALECT as EMBEDDINGS
 from inference.dialects.files.dialect import DIALECT as FILES
 from inference.dialects.gemini.dialect import DIALECT as GEMINI
+from inference.dialects.mcp.dialect import DIALECT as MCP
 from inference.dialects.messages.dialect import DIALECT as MESSAGES
 from inference.dialects.responses.dialect import DIALECT as RESPONSES
 from inference.serving.dialect import Dialect
 
-DIALECTS: tuple[Dialect, ...] = (GEMINI, CHAT, MESSAGES, RESPONSES, EMBEDDINGS, FILES)
+DIALECTS: tuple[Dialect, ...] = (GEMINI, CHAT, MESSAGES, RESPONSES, EMBEDDINGS, FILES, MCP)
 
 
 def dialect_of(path: str) -> Dialect | None:

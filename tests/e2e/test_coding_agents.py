@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.fakes.base import FakeUpstream, Recorded, Reply
@@ -264,3 +265,62 @@ def test_claude_code_with_a_wrong_key_stops_at_once(
         or "authenticat" in (result.stdout + result.stderr).lower()
     )
     assert fakes["anthropic"].requests == []
+
+
+def test_claude_code_asks_an_agent_through_the_gateways_mcp_server(
+    keyed: GatewayServer, fakes: dict[str, FakeUpstream], tmp_path: Path
+) -> None:
+    """``claude mcp add --transport http`` with a minted key, as docs/mcp.md says: Claude
+    Code lists the gateway's tools and calls ``ask_openai-agent``, a turn of that agent."""
+    minted = httpx.post(
+        f"{keyed.url}/admin/keys", json={"name": "claude", "user": "coder"}, timeout=10
+    )
+    key = minted.json()["key"]
+    tool = "mcp__gateway__ask_openai-agent"
+
+    def has_result(recorded: Recorded) -> bool:
+        return "tool_result" in json.dumps(recorded.body.get("messages", []))
+
+    def offers_the_tool(recorded: Recorded) -> bool:
+        return any(item.get("name") == tool for item in recorded.body.get("tools") or [])
+
+    fakes["anthropic"].answer_when(has_result, Reply.of_text(f"The agent said: {MARK}"))
+    fakes["anthropic"].answer_when(
+        offers_the_tool, Reply.of_tool_calls((tool, {"message": "Say the mark."}))
+    )
+    fakes["openai"].script(Reply.of_text(MARK))
+    env = {
+        "ANTHROPIC_BASE_URL": keyed.url,
+        "ANTHROPIC_API_KEY": key,
+        "ANTHROPIC_MODEL": "anthropic-agent",
+        "ANTHROPIC_SMALL_FAST_MODEL": "anthropic-agent",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        # MCP tools in the first request (no tool search round first): one scripted call.
+        "ENABLE_TOOL_SEARCH": "false",
+    }
+    added = run_cli(
+        [
+            "claude",
+            "mcp",
+            "add",
+            "--transport",
+            "http",
+            "gateway",
+            f"{keyed.url}/mcp",
+            "--header",
+            f"Authorization: Bearer {key}",
+        ],
+        tmp_path,
+        env,
+        timeout=60,
+    )
+    assert added.returncode == 0, added.stdout + added.stderr
+
+    result = run_cli(
+        ["claude", "-p", "Ask the agent for the mark.", "--allowedTools", tool], tmp_path, env
+    )
+
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert f"The agent said: {MARK}" in result.stdout
+    assert fakes["openai"].last.body["messages"][-1]["content"] == "Say the mark."

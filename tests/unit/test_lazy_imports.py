@@ -15,7 +15,7 @@ from inference.money.prices import price_of
 from inference.neutral.types import Usage
 
 ROOT = Path(__file__).resolve().parents[2]
-OPTIONAL = ("joserfc", "opentelemetry.sdk", "genai_prices", "jsonschema", "re2")
+OPTIONAL = ("joserfc", "opentelemetry.sdk", "genai_prices", "jsonschema", "re2", "mcp.server")
 TABLE = "genai_prices.data"  # the price table, loaded by the first price looked up in it
 CONFIG = """\
 providers: {openai: {api_key: sk-test, base_url: 'http://127.0.0.1:9/v1'}}

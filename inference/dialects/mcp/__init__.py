@@ -1,0 +1,1 @@
+"""The gateway as an MCP server: ``/mcp`` (docs/mcp.md)."""
