@@ -131,6 +131,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         "serving": ("database", "engine", "money", "neutral", "telemetry", "turn"),
         "dialects": (
             "database",
+            "engine",
             "files",
             "ledger",
             "memory",
@@ -139,6 +140,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "neutral",
             "providers",
             "serving",
+            "tools",
             "turn",
         ),
         "api": ("dialects", "neutral", "serving"),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.http import HttpResponse
 
+from inference.dialects.mcp.caller import CALLER
 from inference.engine import Engine
 from inference.serving.context import InferenceRequest
 from inference.serving.routes import dialect_api
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 api = dialect_api("mcp", lambda path: "a JSON-RPC message")
-CALLER = "gateway.mcp_caller"  # the scope's key for the HTTP request that carries a call
 
 
 @api.api_operation(["GET", "POST", "DELETE"], "/mcp")

@@ -14,7 +14,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from inference.dialects.mcp.routes import CALLER
+from inference.dialects.mcp.caller import caller_of
 from inference.dialects.mcp.tools import Offered, offered_tools
 from inference.neutral.errors import ApiError
 from inference.neutral.request import Claims, ClientRequest
@@ -28,11 +28,7 @@ logger = logging.getLogger("gateway.mcp")
 
 
 def _caller(ctx: ServerRequestContext[Any, Any]) -> InferenceRequest:
-    request = ctx.request
-    if request is None or CALLER not in request.scope:
-        raise RuntimeError("an MCP call without the HTTP request that carried it")
-    caller: InferenceRequest = request.scope[CALLER]
-    return caller
+    return caller_of(ctx.request)
 
 
 def _tools(caller: InferenceRequest) -> dict[str, Offered]:
