@@ -17,7 +17,18 @@ from adminui.editing import (
     skills,
 )
 from adminui.editing.collections import Column, ItemDetails, collection_router
-from adminui.records import cache, keys, live, memories, overview, requests, scores, spend
+from adminui.records import (
+    cache,
+    evaluations,
+    keys,
+    live,
+    mcp_connections,
+    memories,
+    overview,
+    requests,
+    scores,
+    spend,
+)
 from adminui.rendering.bodies import AdminParser, BodyError
 from adminui.rendering.errors import AdminError, error_response, refusal
 from adminui.schemas import McpServerCreate, ProviderCreate
@@ -72,6 +83,8 @@ provider_states = Column("State", provider_state.summaries, "no deployment", "pr
 providers_router = collection_router(PROVIDERS, ProviderCreate, columns=(provider_states,))
 provider_state.add_state_route(providers_router)
 api.add_router("/providers", providers_router)
+# Before the MCP servers' routes: /mcp/connections is not a server's page.
+api.add_router("", mcp_connections.router)
 mcp_states = Column("State", mcp_state.summaries, "not running", "mcp_state")
 mcp_router = collection_router(MCP, McpServerCreate, columns=(mcp_states,))
 mcp_state.add_state_route(mcp_router)
@@ -85,6 +98,7 @@ api.add_router("", spend.router)
 api.add_router("", requests.router)
 api.add_router("", memories.router)
 api.add_router("", cache.router)
+api.add_router("", evaluations.router)
 
 
 @api.exception_handler(AdminError)

@@ -5,9 +5,11 @@ from typing import Protocol
 from django.http import HttpRequest
 from django_htmx.middleware import HtmxDetails
 
-from agents.schema import AuthScope
+from agents.schema import AuthScope, Config
 from agents.snapshot import ConfigHolder
 from core.requestlog import RequestLog
+from inference.evaluations.records import EvaluationRow
+from inference.evaluations.spec import Plan
 from inference.memory.store import Memory
 from inference.status import DeploymentStatus, McpServerStatus
 
@@ -18,6 +20,8 @@ class AdminRuntime(Protocol):
     def mcp_status(self) -> list[McpServerStatus]: ...
     def deployment_status(self) -> list[DeploymentStatus]: ...
     async def remember(self, user_id: str, agent: str, text: str) -> Memory: ...
+    async def start_evaluation(self, plan: Plan, config: Config) -> EvaluationRow: ...
+    async def cancel_evaluation(self, evaluation_id: int) -> tuple[EvaluationRow | None, bool]: ...
 
 
 class AdminRequest(HttpRequest):

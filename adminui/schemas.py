@@ -122,11 +122,18 @@ class VariantStatsOut(BaseModel):
     requests: int
     tokens: int
     scores: dict[str, float] = Field(description='Mean score by "judge.criterion".')
+    mean_cost_usd: float | None = Field(description="Per request (null: no known cost yet).")
+    mean_score: float | None = Field(description="A bandit's: the mean of its metric.")
+    mean_reward: float | None = Field(
+        description="A bandit's: the mean score less cost_weight points per USD of mean cost."
+    )
 
 
 class ExperimentStatsOut(BaseModel):
     experiment: str
     strategy: str
+    metric: str | None = Field(description="A bandit's judge.criterion.")
+    cost_weight: float | None = Field(description="A bandit's score points per USD.")
     variants: list[VariantStatsOut]
 
 

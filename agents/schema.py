@@ -6,9 +6,10 @@ validation. Rules that involve more than one field live in ``agents.validation``
 """
 
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic_core import PydanticCustomError
 
 from agents.skills.catalog import Skill, SkillCatalog
 
@@ -176,6 +177,14 @@ class VariantConfig(Section):
     weight: float = 1.0
 
 
+class BanditObjective(Finite):
+    """Our extension: what a bandit maximizes (docs/evaluations.md): a request's judge score
+    less ``cost_weight`` score points per USD it cost."""
+
+    metric: str = Field(description="judge.criterion")
+    cost_weight: float = Field(default=0, ge=0, description="Score points a dollar is worth.")
+
+
 class ExperimentConfig(Section):
     name: str
     strategy: Literal["split", "shadow", "bandit"]
@@ -188,6 +197,26 @@ class ExperimentConfig(Section):
     epsilon: float | None = None
     min_samples: int | None = None
     bandit_window_seconds: int | None = None
+    objective: BanditObjective | None = None
+    max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+    @property
+    def bandit_metric(self) -> str | None:
+        """The judge.criterion a bandit decides on (``objective.metric``, else ``metric``)."""
+        return self.objective.metric if self.objective is not None else self.metric
+
+
+class McpOAuthConfig(Section):
+    """Our extension: an ``http`` MCP server called with each user's own access token,
+    which the user grants the gateway in a browser (OAuth 2.1 with PKCE)."""
+
+    scopes: list[str] = Field(
+        default=[], description="The scopes asked for (none: those the server advertises)."
+    )
+    client_id: str | None = Field(
+        default=None,
+        description="A client registered by hand, public (none: dynamic client registration).",
+    )
 
 
 class McpServerConfig(Section):
@@ -196,6 +225,27 @@ class McpServerConfig(Section):
     args: list[str] = []
     env: dict[str, str] = {}
     url: str | None = None
+    oauth: McpOAuthConfig | None = Field(
+        default=None,
+        description="Our extension: 'discover', or {scopes, client_id}: each user signs in.",
+    )
+
+    @field_validator(
+        "oauth", mode="before", json_schema_input_type=Literal["discover"] | McpOAuthConfig | None
+    )
+    @classmethod
+    def _oauth_form(cls, value: Any) -> Any:
+        """``discover`` is the mapping with nothing in it: the scopes the server
+        advertises, and a client registered dynamically."""
+        if value == "discover":
+            return {}
+        if value is None or isinstance(value, dict | McpOAuthConfig):
+            return value
+        raise PydanticCustomError(
+            "oauth_form",
+            "must be 'discover' or a mapping {scopes: [...], client_id: ...}, got {value}",
+            {"value": repr(value)},
+        )
 
 
 class BasicAuth(Section):
@@ -323,6 +373,16 @@ class CacheConfig(Section):
     )
 
 
+class EvaluationsConfig(Section):
+    """Our extension: replays of recorded traffic through other agents (docs/evaluations.md)."""
+
+    concurrency: int = Field(
+        default=4,
+        ge=1,
+        description="Model conversations one evaluation runs at once (candidates and judges).",
+    )
+
+
 class EmbedderConfig(Section):
     """A model that turns text into vectors (``POST /v1/embeddings``, docs/embeddings.md),
     on an OpenAI-format provider, Gemini or Cohere."""
@@ -351,6 +411,7 @@ class Config(Section):
     budgets: BudgetsConfig = BudgetsConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     cache: CacheConfig = CacheConfig()
+    evaluations: EvaluationsConfig = EvaluationsConfig()
     files: FilesConfig = FilesConfig()
     skills: SkillsConfig | None = None
     mcp_server: McpServerSettings = McpServerSettings()

@@ -7,6 +7,7 @@ so the admin, ``check_config`` and the reload log all say the same thing.
 import math
 import re
 from collections.abc import Iterator, Sequence
+from urllib.parse import urlsplit
 
 from agents.schema import (
     PROVIDER_KINDS,
@@ -16,6 +17,7 @@ from agents.schema import (
     EmbedderConfig,
     ExperimentConfig,
     JudgeConfig,
+    McpOAuthConfig,
 )
 
 
@@ -190,7 +192,14 @@ def _check_judges(config: Config) -> Iterator[str]:
 
 _STRATEGY_FIELDS = {
     "shadow": ("primary", "sampling_rate"),
-    "bandit": ("metric", "epsilon", "min_samples", "bandit_window_seconds"),
+    "bandit": (
+        "metric",
+        "epsilon",
+        "min_samples",
+        "bandit_window_seconds",
+        "objective",
+        "max_cost_usd",
+    ),
 }
 
 
@@ -258,26 +267,82 @@ def _check_bandit(
         yield f"{path}.min_samples: must not be negative"
     if experiment.bandit_window_seconds is not None and experiment.bandit_window_seconds <= 0:
         yield f"{path}.bandit_window_seconds: must be greater than 0"
-    if experiment.metric is None:
+    objective = experiment.objective
+    if objective is not None and experiment.metric not in (None, objective.metric):
+        yield (
+            f"{path}.metric: '{experiment.metric}' differs from objective.metric "
+            f"'{objective.metric}' (objective.metric replaces metric)"
+        )
+        return
+    metric = experiment.bandit_metric
+    where = f"{path}.objective.metric" if objective is not None else f"{path}.metric"
+    if metric is None:
         yield f"{path}.metric: required with strategy 'bandit' (as judge.criterion)"
         return
-    judge_name, dot, criterion = experiment.metric.partition(".")
+    judge_name, dot, criterion = metric.partition(".")
     judge = judges.get(judge_name)
     if not dot or judge is None or criterion not in judge.rubrics:
-        yield f"{path}.metric: '{experiment.metric}' is not a judge.criterion of a defined judge"
+        yield f"{where}: '{metric}' is not a judge.criterion of a defined judge"
         return
     for variant in experiment.variants:
         agent = agents.get(variant.agent)
         if agent is not None and judge_name not in agent.judges:
-            yield f"{path}.metric: variant agent '{variant.agent}' does not use judge '{judge_name}'"
+            yield f"{where}: variant agent '{variant.agent}' does not use judge '{judge_name}'"
 
 
 def _check_mcp(config: Config) -> Iterator[str]:
     for name, server in config.mcp.items():
+        if name == _RESERVED_MCP_NAME:
+            yield (
+                f"mcp.{name}: the name {name!r} is reserved (the admin lists the users' MCP "
+                f"connections at /admin/mcp/{name})"
+            )
         if server.transport == "stdio" and not (server.command or "").strip():
             yield f"mcp.{name}.command: required with transport 'stdio'"
         if server.transport == "http" and not (server.url or "").strip():
             yield f"mcp.{name}.url: required with transport 'http'"
+        if server.oauth is not None:
+            yield from _check_oauth(f"mcp.{name}.oauth", server.transport, server.oauth)
+    yield from _check_public_base_url(config)
+
+
+# /admin/mcp/{name} is a server's page; /admin/mcp/connections is the connections' list.
+_RESERVED_MCP_NAME = "connections"
+
+
+def _check_oauth(path: str, transport: str, oauth: McpOAuthConfig) -> Iterator[str]:
+    if transport != "http":
+        yield (
+            f"{path}: only with transport 'http' (users sign in to remote servers; a stdio "
+            "server takes its credentials in env)"
+        )
+    for index, scope in enumerate(oauth.scopes):
+        if not scope.strip() or any(character.isspace() for character in scope):
+            yield f"{path}.scopes[{index}]: {scope!r} is not a scope (one word, no spaces)"
+    client_id = oauth.client_id
+    if client_id is not None and not client_id.strip():
+        yield f"{path}.client_id: must not be blank (remove it to register the gateway dynamically)"
+
+
+def _check_public_base_url(config: Config) -> Iterator[str]:
+    """The connect links of MCP servers that sign users in are opened by the users'
+    browsers: they need the gateway's address as those browsers reach it."""
+    signing_in = [name for name, server in config.mcp.items() if server.oauth is not None]
+    url = config.public_base_url
+    if url is None or not url.strip():
+        if signing_in:
+            yield (
+                f"public_base_url: required when an MCP server signs users in "
+                f"(mcp.{signing_in[0]}.oauth): the gateway's URL as the users' browsers reach "
+                "it, for the links that connect their accounts"
+            )
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        yield (
+            "public_base_url: must be an absolute http:// or https:// URL without query or "
+            f"fragment, got {url!r}"
+        )
 
 
 _REQUIRED_AUTH_FIELDS = {"basic": ("username", "password"), "oidc": ("issuer_url", "client_id")}

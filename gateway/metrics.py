@@ -20,7 +20,7 @@ from adminui.context import AdminRequest
 from gateway import runtime
 from inference.status import McpServerStatus
 
-MCP_STATES = ("connecting", "connected", "unavailable")
+MCP_STATES = ("connecting", "connected", "unavailable", "per-user")
 
 
 class McpCollector(Collector):

@@ -21,6 +21,9 @@ from inference.engine import Engine
 from inference.status import DeploymentStatus, McpServerStatus
 
 if TYPE_CHECKING:
+    from agents.schema import Config
+    from inference.evaluations.records import EvaluationRow
+    from inference.evaluations.spec import Plan
     from inference.memory.store import Memory
 
 logger = logging.getLogger("gateway.config")
@@ -64,6 +67,18 @@ class Runtime:
         if config is None:
             raise CannotRemember("agent", "no config is loaded")
         return await add_by_hand(config, self.engine, user_id, agent, text)
+
+    async def start_evaluation(self, plan: "Plan", config: "Config") -> "EvaluationRow":
+        """Start an evaluation (the admin) in the background of this process."""
+        from inference.evaluations import tasks
+
+        return await tasks.start(plan, config, self.engine)
+
+    async def cancel_evaluation(self, evaluation_id: int) -> "tuple[EvaluationRow | None, bool]":
+        """Cancel an evaluation, wherever it runs; its calls under way here end first."""
+        from inference.evaluations import tasks
+
+        return await tasks.cancel(evaluation_id)
 
     def deployment_status(self) -> list[DeploymentStatus]:
         config = self.holder.config

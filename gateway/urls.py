@@ -1,9 +1,11 @@
 """Root URLs: the API (every dialect's routes, ``inference.dialects.registry``),
-``/admin`` (adminui, its OIDC login first), health probes, metrics."""
+``/admin`` (adminui, its OIDC login first), health probes, metrics, and the browser's
+routes that connect users' accounts at MCP servers (``/mcp/{server}/…``; ``/mcp`` itself
+is the API's)."""
 
 from django.urls import include, path
 
-from gateway import health, metrics
+from gateway import health, mcp_accounts, metrics
 from inference.dialects import registry
 
 urlpatterns = [
@@ -12,4 +14,6 @@ urlpatterns = [
     path("healthz", health.healthz),
     path("readyz", health.readyz),
     path("metrics", metrics.metrics),
+    path("mcp/<str:server>/connect", mcp_accounts.connect, name="mcp_connect"),
+    path("mcp/<str:server>/callback", mcp_accounts.callback, name="mcp_callback"),
 ]

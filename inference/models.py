@@ -278,3 +278,84 @@ class StoredFile(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["user_id", "created_at"], name="files_of_user")]
+
+
+class McpConnection(models.Model):
+    """A user's account at an MCP server that signs each user in (``mcp.<server>.oauth``,
+    docs/mcp.md): the tokens its authorization server granted the gateway for them, sealed
+    with a key derived from the secret key (``inference.mcpauth.sealing``), never readable
+    here. ``issuer`` and ``client_id``: who granted them, to whom (a refresh asks the same)."""
+
+    user_id = models.CharField(max_length=255)
+    server = models.CharField(max_length=255)  # its name under mcp
+    issuer = models.CharField(max_length=2048)
+    client_id = models.CharField(max_length=255)
+    tokens = models.TextField()  # sealed JSON: the access token, the refresh token
+    scopes = models.TextField(blank=True, default="")  # granted, space-separated
+    expires_at = models.DateTimeField(null=True, blank=True)  # the access token's (None: unsaid)
+    created_at = models.DateTimeField(default=timezone.now)
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user_id", "server"], name="mcp_connection_of_user")
+        ]
+
+
+class McpClient(models.Model):
+    """The gateway as a client of an authorization server, registered dynamically (RFC
+    7591) for one MCP server's redirect URI: the registration as the server answered it,
+    sealed (it may hold a client secret)."""
+
+    server = models.CharField(max_length=255)
+    issuer = models.CharField(max_length=2048)
+    redirect_uri = models.CharField(max_length=2048)
+    client_id = models.CharField(max_length=255)
+    registration = models.TextField()  # sealed JSON (RFC 7591 client information)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["server", "client_id"], name="mcp_client_lookup")]
+
+
+class Evaluation(models.Model):
+    """A replay of an agent's or experiment's recorded turns through candidate agents,
+    judged (docs/evaluations.md). ``heartbeat_at``: when the process running it last said
+    it still does; one that stops saying so is reported ``failed``."""
+
+    name = models.CharField(max_length=255)
+    status = models.CharField(max_length=16)  # running, done, cancelled, failed
+    candidates = models.JSONField()  # agent names
+    source = models.JSONField()  # {"agent": name} or {"experiment": name}
+    since = models.DateTimeField(null=True, blank=True)
+    until = models.DateTimeField(null=True, blank=True)
+    users = models.JSONField(default=list)  # the users whose turns it takes (empty: all)
+    limit = models.PositiveIntegerField()
+    judges = models.JSONField()  # judge names
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(default=timezone.now)
+
+
+class EvaluationCase(models.Model):
+    """One recorded turn of an evaluation: the question and the original reply, then each
+    candidate's reply (``candidates``: by agent, ``{reply, error, cost_micro_usd,
+    latency_ms, scores, judge_errors}``) and the original's scores (``original``). Ids
+    grow with the turn's time, so the newest case has the highest."""
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="cases")
+    user_id = models.CharField(max_length=255)
+    recorded_at = models.DateTimeField()  # when the original reply was stored
+    question = models.TextField()
+    original = models.JSONField()  # {reply, cost_micro_usd, scores, judge_errors}
+    candidates = models.JSONField(default=dict)
+    done = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["evaluation", "id"], name="evaluation_cases"),
+            models.Index(fields=["user_id"], name="evaluation_cases_of_user"),
+        ]

@@ -4,7 +4,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-McpState = Literal["connecting", "connected", "unavailable"]
+# "per-user": the server signs each user in (oauth), and is called with their own tokens.
+McpState = Literal["connecting", "connected", "unavailable", "per-user"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,8 @@ class McpServerStatus:
             return f"connected ({len(self.tools)} tool{'' if len(self.tools) == 1 else 's'})"
         if self.state == "connecting":
             return "connecting"
+        if self.state == "per-user":
+            return "signs each user in (OAuth)"
         return f"unavailable: {self.last_error}"
 
 

@@ -134,3 +134,25 @@ def stacked_bars(title: str, points: list[tuple[datetime, str, float]]) -> BarCh
         for fraction in (0, 0.5, 1)
     )
     return BarChart(title, tuple(bars), tuple(colors.items()), x_ticks, y_ticks, slot * 0.7)
+
+
+def score_bars(title: str, values: list[tuple[str, float]]) -> BarChart:
+    """One bar per name, its score on the 0 to 10 scale (an evaluation's agents)."""
+    colors = {name: PALETTE[index % len(PALETTE)] for index, (name, _) in enumerate(values)}
+    slot = (WIDTH - LEFT - RIGHT) / max(1, len(values))
+    scale = (HEIGHT - TOP - BOTTOM) / 10
+    bars = tuple(
+        Bar(
+            LEFT + index * slot + slot * 0.15,
+            HEIGHT - BOTTOM - score * scale,
+            score * scale,
+            colors[name],
+            f"{name}: {score:.2f}",
+        )
+        for index, (name, score) in enumerate(values)
+    )
+    x_ticks = tuple(
+        (LEFT + index * slot + slot / 2, name) for index, (name, _) in enumerate(values)
+    )
+    y_ticks = tuple((HEIGHT - BOTTOM - score * scale, str(score)) for score in range(0, 11, 2))
+    return BarChart(title, bars, tuple(colors.items()), x_ticks, y_ticks, slot * 0.7)

@@ -51,6 +51,7 @@ class Removed(BaseModel):
     memories: int
     responses: int
     files: int
+    mcp_connections: int
 
 
 class Erased(BaseModel):
@@ -135,8 +136,8 @@ def remove_memory_by_form(request: AdminRequest, memory_id: int) -> Any:
     operation_id="erase_user",
     url_name="user_erase",
     summary="Erase everything stored about a user (history, memories, stored responses, "
-    "pending tool exchanges, cached answers, files); the ledger keeps the costs under a "
-    "digest of the id",
+    "pending tool exchanges, cached answers, files, MCP connections); the ledger keeps the "
+    "costs under a digest of the id",
 )
 def erase(request: AdminRequest, user_id: str) -> Any:
     holder = request.runtime.holder

@@ -52,7 +52,8 @@ def add_stats_route(router: Router) -> None:
         response={200: ExperimentStatsOut, **errors(404)},
         operation_id="read_experiment_stats",
         url_name="experiments_stats",
-        summary="Per variant: users, requests, tokens and mean score per judge criterion",
+        summary="Per variant: users, requests, tokens, mean cost, mean score per judge "
+        "criterion; a bandit's mean score and reward",
     )
     def experiment_stats(request: AdminRequest, name: str) -> Any:
         data = experiment_results(request, name)
@@ -63,10 +64,17 @@ def experiment_results(request: AdminRequest, name: str) -> dict[str, Any]:
     """An experiment's stats by variant and its charts (404 if there is no such one)."""
     entry = store.entry(request.runtime.holder, EXPERIMENTS, name)
     variants = [str(v.get("agent")) for v in entry.get("variants") or [] if isinstance(v, dict)]
+    config = request.runtime.holder.config
+    live = config.experiment(name) if config is not None else None
+    metric = live.bandit_metric if live is not None and live.strategy == "bandit" else None
+    weight = live.objective.cost_weight if live is not None and live.objective else 0.0
+    rows = queries.experiment_stats(name, variants, metric, weight)
     stats = {
         "experiment": name,
         "strategy": str(entry.get("strategy")),
-        "variants": [asdict(row) for row in queries.experiment_stats(name, variants)],
+        "metric": metric,
+        "cost_weight": weight if metric is not None else None,
+        "variants": [asdict(row) for row in rows],
     }
     charts = experiment_charts(name) if is_html(request) else []
     return {"stats": stats, "charts": charts, "experiment": name}

@@ -19,12 +19,14 @@ _RECORD_PAGES = (
     ("Config file", "admin:config"),
     ("Revisions", "admin:revisions"),
     ("Scores", "admin:scores"),
+    ("Evaluations", "admin:evaluations"),
     ("Conversations", "admin:conversations"),
     ("Requests", "admin:requests"),
     ("Memories", "admin:memories"),
     ("Usage", "admin:usage"),
     ("Spend", "admin:spend"),
     ("API keys", "admin:keys"),
+    ("MCP connections", "admin:mcp_connections"),
     ("Live", "admin:live"),
 )
 
@@ -44,12 +46,10 @@ def page_context(request: HttpRequest) -> dict[str, Any]:
         return {}  # rendered outside the request context middleware (Django's own pages)
     request = cast(AdminRequest, request)
     holder = request.runtime.holder
-    path = request.path.rstrip("/") or "/"
+    pages = navigation()
+    current = _current(request.path.rstrip("/") or "/", [url for _, url in pages])
     return {
-        "navigation": [
-            (label, url, path == url.rstrip("/") or path.startswith(url + "/"))
-            for label, url in navigation()
-        ],
+        "navigation": [(label, url, url == current) for label, url in pages],
         "config_problems": holder.problems,
         # htmx sends it with every request (PUT and DELETE bodies carry no form token).
         "csrf_headers": json.dumps({"X-CSRFToken": get_token(request)}),
@@ -57,6 +57,13 @@ def page_context(request: HttpRequest) -> dict[str, Any]:
         "admin_user": getattr(request, "admin_user", None),
         "can_log_out": _logged_in_with_oidc(request),
     }
+
+
+def _current(path: str, urls: list[str]) -> str | None:
+    """The page of the navigation ``path`` is on or under: the deepest one
+    (``/admin/mcp/connections`` is not the MCP servers' page)."""
+    under = [url for url in urls if path == url.rstrip("/") or path.startswith(url + "/")]
+    return max(under, key=len, default=None)
 
 
 def _logged_in_with_oidc(request: AdminRequest) -> bool:

@@ -1,7 +1,8 @@
 """The right to erasure (docs/memory.md): everything stored about a user removed in one
 transaction: conversation history, memories, stored responses, pending tool exchanges,
 the response cache's answers to their requests, uploaded files (their bytes leave the
-disk once the rest is committed) and budget reservations. What must be kept for the operator's accounts (ledger rows,
+disk once the rest is committed), budget reservations, their MCP connections (the
+tokens of their accounts at MCP servers) and their turns in evaluations' cases. What must be kept for the operator's accounts (ledger rows,
 judge scores, request records) stays, under a digest instead of the user id, so totals
 still add up and nothing leads back to the person.
 
@@ -21,9 +22,11 @@ from inference.erasures import erased_id, record_erasure
 from inference.files.storage import remove
 from inference.models import (
     BudgetReservation,
+    EvaluationCase,
     JudgeRun,
     JudgeScore,
     LedgerEntry,
+    McpConnection,
     Memory,
     RequestRecord,
     StoredFile,
@@ -55,6 +58,8 @@ def erase_user(user_id: str, files_folder: Path) -> dict[str, int]:
             uploaded = list(StoredFile.objects.filter(user_id=user_id).values_list("id", flat=True))
             StoredFile.objects.filter(id__in=uploaded).delete()
             BudgetReservation.objects.filter(user_id=user_id).delete()
+            connections, _ = McpConnection.objects.filter(user_id=user_id).delete()
+            EvaluationCase.objects.filter(user_id=user_id).delete()
             digest = erased_id(user_id)
             for kept in (LedgerEntry, JudgeRun, JudgeScore, RequestRecord):
                 kept.objects.filter(user_id=user_id).update(user_id=digest)
@@ -70,6 +75,7 @@ def erase_user(user_id: str, files_folder: Path) -> dict[str, int]:
         "memories": memories,
         "responses": responses,
         "files": len(uploaded),
+        "mcp_connections": connections,
     }
 
 

@@ -141,6 +141,23 @@ def load_history(user_id: str, model: str, limits: HistoryConfig) -> list[Messag
     return _window(conversation.messages[-limits.max_messages :], limits.max_tokens)
 
 
+def history_before(
+    user_id: str, model: str, before_id: int, limits: HistoryConfig
+) -> list[Message]:
+    """The conversation before the stored message ``before_id`` as a turn at that point
+    replayed it under ``limits``: its newest messages within ``max_messages`` and
+    ``max_tokens``, oldest first (an evaluation's cases, ``inference.evaluations``)."""
+    if limits.max_messages == 0:
+        return []
+    rows = (
+        StoredMessage.objects.filter(user_id=user_id, model=model, id__lt=before_id)
+        .order_by("-id")
+        .values_list("role", "content")[: limits.max_messages]
+    )
+    messages = [Message(role=_role(role), content=content) for role, content in reversed(rows)]
+    return _window(messages, limits.max_tokens)
+
+
 def _caught_up(
     cursor: CursorWrapper, key: tuple[str, str], count: int, newest: int, limit: int
 ) -> CachedConversation | None:

@@ -113,6 +113,10 @@ class VariantStats:
     requests: int
     tokens: int
     scores: dict[str, float]  # mean by "judge.criterion"
+    mean_cost_usd: float | None  # per request, over those with a known cost
+    # A bandit's: the mean of its metric, and that less its cost weight times the cost.
+    mean_score: float | None = None
+    mean_reward: float | None = None
 
 
 @dataclass(frozen=True)
@@ -142,9 +146,13 @@ def scores(
     ]
 
 
-def experiment_stats(experiment: str, variants: list[str]) -> list[VariantStats]:
+def experiment_stats(
+    experiment: str, variants: list[str], metric: str | None = None, cost_weight: float = 0.0
+) -> list[VariantStats]:
     """Per variant: the users it served, its requests and tokens (billed turns only, so not
-    shadow runs), and its mean score per judge criterion inside the experiment."""
+    shadow runs), its mean cost per request, and its mean score per judge criterion inside
+    the experiment; with a bandit's ``metric``, that score and the reward (the score less
+    ``cost_weight`` points per USD)."""
     traffic: dict[str, Any] = {
         row["variant"]: row
         for row in LedgerEntry.objects.filter(experiment=experiment, kind="turn")
@@ -153,6 +161,7 @@ def experiment_stats(experiment: str, variants: list[str]) -> list[VariantStats]
             users=Count("user_id", distinct=True),
             requests=Count("completion_id", distinct=True),
             tokens=Sum("total_tokens"),
+            cost=Avg("cost_micro_usd"),
         )
     }
     means: dict[str, dict[str, float]] = {}
@@ -163,16 +172,25 @@ def experiment_stats(experiment: str, variants: list[str]) -> list[VariantStats]
     ):
         key = f"{row['judge']}.{row['criterion']}"
         means.setdefault(row["variant"], {})[key] = round(float(row["mean"]), 2)
-    return [
-        VariantStats(
-            agent=name,
-            users=traffic.get(name, {}).get("users") or 0,
-            requests=traffic.get(name, {}).get("requests") or 0,
-            tokens=traffic.get(name, {}).get("tokens") or 0,
-            scores=dict(sorted(means.get(name, {}).items())),
+    stats = []
+    for name in variants:
+        seen = traffic.get(name, {})
+        cost = seen["cost"] / 1e6 if seen.get("cost") is not None else None
+        score = means.get(name, {}).get(metric) if metric is not None else None
+        reward = None if score is None else round(score - cost_weight * (cost or 0.0), 4)
+        stats.append(
+            VariantStats(
+                agent=name,
+                users=seen.get("users") or 0,
+                requests=seen.get("requests") or 0,
+                tokens=seen.get("tokens") or 0,
+                scores=dict(sorted(means.get(name, {}).items())),
+                mean_cost_usd=cost,
+                mean_score=score,
+                mean_reward=reward,
+            )
         )
-        for name in variants
-    ]
+    return stats
 
 
 def score_trend(

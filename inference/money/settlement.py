@@ -3,7 +3,8 @@
 A turn's calls (every round, repair and subagent summed) and a ``/v1/embeddings`` call
 are billed to the user (``kind`` "turn": budgets and API keys count them) and replace
 the request's reservation; judges, shadow variants and memory (extraction and recall)
-are charged to the agent and experiment only, never to a user's or key's budget.
+are charged to the agent and experiment only, never to a user's or key's budget; an
+evaluation's replays and judges (``evaluation``) are charged to an agent and no user.
 ``settle`` writes charges in the caller's transaction (the record writer's, or a
 transaction of its own), so a row and the reservation it replaces go together.
 """
@@ -22,8 +23,9 @@ from inference.neutral.calls import Answerer
 from inference.neutral.types import Usage
 
 # "turn": billed to the user; "cache_hit": a turn answered wholly from the response cache
-# (a request, nothing spent); the others are charged to the agent (and experiment).
-type ChargeKind = Literal["turn", "cache_hit", "judge", "shadow", "memory", "cache"]
+# (a request, nothing spent); the others are charged to the agent (and experiment);
+# "evaluation": a replay of recorded traffic and its judging, to no user at all.
+type ChargeKind = Literal["turn", "cache_hit", "judge", "shadow", "memory", "cache", "evaluation"]
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,11 @@ class ToolExecutor:
         return Message(role="tool", content=text, tool_call_id=call.id, name=call.name), usage
 
     async def _mcp(self, tool: AgentTool, arguments: dict[str, Any]) -> str:
-        server = self.context.engine.mcp.server(tool.server)
+        context = self.context
+        signing_in = context.engine.mcp.user_server(tool.server)
+        if signing_in is not None:
+            return await signing_in.call(tool.name, arguments, context.user_id, context.config)
+        server = context.engine.mcp.server(tool.server)
         if server is None:
             raise ToolFailed(f"MCP server '{tool.server}' is not configured any more")
         return await server.call(tool.name, arguments)
@@ -170,7 +174,12 @@ class ToolExecutor:
         route = route_of(agent)
         try:
             toolbox = await build_toolbox(
-                agent, context.config, context.engine.mcp, (), route.tool_names(context.config)
+                agent,
+                context.config,
+                context.engine.mcp,
+                (),
+                route.tool_names(context.config),
+                context.user_id,
             )
         except ApiError as error:
             raise ToolFailed(f"subagent '{name}' cannot run: {error.message}") from error

@@ -7,6 +7,9 @@ the owner records why and tries again with a growing delay (0.5 s up to 30 s), o
 once when the config is reloaded; until then the server is unavailable and requests that
 need it answer 502. Request code only
 borrows the open session to call a tool.
+
+A server that signs each user in (``oauth``) has no session of its own: each of its users'
+listings and calls opens one with that user's token (``inference.tools.mcp_users``).
 """
 
 import asyncio
@@ -16,36 +19,33 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from agents.schema import McpServerConfig
 from core.logformat import log_event
-from core.traceparent import outgoing_headers
 from inference.status import McpServerStatus, McpState
 from inference.tools.failure import ToolFailed
+from inference.tools.mcp_session import (
+    CALL_TIMEOUT,
+    McpTool,
+    call_tool,
+    http_client,
+    list_tools,
+    reason,
+)
+from inference.tools.mcp_users import UserMcpServer
 
 if TYPE_CHECKING:
-    import httpx2
-
-    # The SDK is imported when a server is first opened: it takes 25 MB of memory that a
-    # gateway without MCP servers does not need.
     from mcp import Client
+
+    from inference.mcpauth.broker import McpAuth
 
 logger = logging.getLogger("gateway.mcp")
 
-CALL_TIMEOUT = 60.0  # seconds a tool call may take
 FIRST_RETRY = 0.5
 LAST_RETRY = 30.0
 RELOAD_RETRY_GAP = 5.0  # a reload retries a waiting server at once if it last tried this long ago
-
-
-@dataclass(frozen=True)
-class McpTool:
-    name: str
-    description: str
-    input_schema: dict[str, Any]
 
 
 class McpServer:
@@ -97,28 +97,22 @@ class McpServer:
 
     def unavailable(self) -> str:
         """Why requests that need this server cannot be served now."""
-        reason = f": {self.last_error}" if self.last_error else " (still connecting)"
-        return f"MCP server '{self.name}' is not available{reason}"
+        why = f": {self.last_error}" if self.last_error else " (still connecting)"
+        return f"MCP server '{self.name}' is not available{why}"
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> str:
         """The tool's result as text; ``ToolFailed`` with the reason otherwise."""
         client = self._client
         if client is None:
             raise ToolFailed(self.unavailable())
-        from mcp.shared.exceptions import MCPError
-
         try:
-            result = await client.call_tool(tool, arguments, read_timeout_seconds=CALL_TIMEOUT)
-        except MCPError as error:
-            raise ToolFailed(f"the MCP server refused the call: {error}") from error
+            return await call_tool(client, tool, arguments)
+        except ToolFailed:
+            raise
         except Exception as error:
             self._broken = True
             self._wake.set()
-            raise ToolFailed(f"MCP server '{self.name}' failed: {_reason(error)}") from error
-        text = _result_text(result.content, result.structured_content)
-        if result.is_error:
-            raise ToolFailed(text or "the tool reported an error")
-        return text
+            raise ToolFailed(f"MCP server '{self.name}' failed: {reason(error)}") from error
 
     async def _own(self) -> None:
         delay = FIRST_RETRY
@@ -126,7 +120,7 @@ class McpServer:
             self._last_attempt = time.monotonic()
             try:
                 async with self._session() as client:
-                    await self._list_tools(client)
+                    self.tools = await list_tools(client, logger, self.name)
                     self._set_state("connected", "")
                     self._first_attempt.set()
                     delay = FIRST_RETRY
@@ -136,14 +130,14 @@ class McpServer:
                         self._wake.clear()
                         if self._broken:
                             raise ConnectionError("a tool call found the session broken")
-                        await self._list_tools(client)
+                        self.tools = await list_tools(client, logger, self.name)
             except asyncio.CancelledError:
                 self._client = None
                 raise
             except Exception as error:
                 self._client = None
                 self._broken = False
-                self._set_state("unavailable", _reason(error))
+                self._set_state("unavailable", reason(error))
                 self._first_attempt.set()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay)  # a reload retries at once
@@ -157,17 +151,9 @@ class McpServer:
 
         settings = self.settings
         if settings.transport == "http":
-            import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
-            # Each tool call's POST carries the traceparent of its execute_tool span: the
-            # SDK sends it with the calling task's context variables. (The timeouts are
-            # the SDK's own defaults: a server may hold a response stream open.)
-            http = httpx2.AsyncClient(
-                timeout=httpx2.Timeout(30, read=300),
-                event_hooks={"request": [_with_traceparent]},
-            )
-            async with http:
+            async with http_client() as http:
                 transport = streamable_http_client(settings.url or "", http_client=http)
                 async with Client(transport, read_timeout_seconds=CALL_TIMEOUT) as client:
                     yield client
@@ -179,21 +165,6 @@ class McpServer:
             transport = stdio_client(parameters, errlog=errlog)
             async with Client(transport, read_timeout_seconds=CALL_TIMEOUT) as client:
                 yield client
-
-    async def _list_tools(self, client: "Client") -> None:
-        tools: list[McpTool] = []
-        cursor = None
-        while True:
-            listed = await client.list_tools(cursor=cursor, cache_mode="refresh")
-            tools += [
-                McpTool(tool.name, tool.description or "", dict(tool.input_schema))
-                for tool in listed.tools
-            ]
-            cursor = listed.next_cursor
-            if not cursor:
-                break
-        self.tools = tuple(tools)
-        log_event(logger, "mcp_tools_listed", server=self.name, tools=[t.name for t in tools])
 
     def _set_state(self, state: McpState, error: str) -> None:
         if (state, error) != (self.state, self.last_error):
@@ -208,30 +179,64 @@ class McpHub:
 
     def __init__(self) -> None:
         self._servers: dict[str, McpServer] = {}
+        self._signing_in: dict[str, UserMcpServer] = {}
+        self._auth: McpAuth | None = None
 
     def server(self, name: str) -> McpServer | None:
+        """The server of that name with a session of its own."""
         return self._servers.get(name)
 
+    def user_server(self, name: str) -> UserMcpServer | None:
+        """The server of that name that signs each user in."""
+        return self._signing_in.get(name)
+
+    @property
+    def auth(self) -> "McpAuth":
+        """The users' accounts at the servers that sign them in, made with the first use
+        (its libraries are loaded only where such a server is configured)."""
+        if self._auth is None:
+            from inference.mcpauth.broker import McpAuth
+
+            self._auth = McpAuth()
+        return self._auth
+
     def status(self) -> list[McpServerStatus]:
-        return [server.status() for server in self._servers.values()]
+        shared = [server.status() for server in self._servers.values()]
+        return shared + [server.status() for server in self._signing_in.values()]
 
     async def apply(self, configured: dict[str, McpServerConfig]) -> None:
         """Start new servers, restart changed ones, stop removed ones, relist the rest."""
+        shared = {name: s for name, s in configured.items() if s.oauth is None}
+        signing_in = {name: s for name, s in configured.items() if s.oauth is not None}
         for name, server in list(self._servers.items()):
-            if configured.get(name) != server.settings:
+            if shared.get(name) != server.settings:
                 del self._servers[name]
                 await server.stop()
-        for name, settings in configured.items():
+        for name, user_server in list(self._signing_in.items()):
+            if signing_in.get(name) != user_server.settings:
+                del self._signing_in[name]
+                await user_server.stop()
+        for name, settings in shared.items():
             if name in self._servers:
                 self._servers[name].relist()
             else:
                 self._servers[name] = McpServer(name, settings)
                 self._servers[name].start()
+        for name, settings in signing_in.items():
+            if name in self._signing_in:
+                self._signing_in[name].relist()
+            else:
+                self._signing_in[name] = UserMcpServer(name, settings, self.auth)
 
     async def stop(self) -> None:
         servers, self._servers = list(self._servers.values()), {}
         for server in servers:
             await server.stop()
+        signing_in, self._signing_in = list(self._signing_in.values()), {}
+        for user_server in signing_in:
+            await user_server.stop()
+        if self._auth is not None:
+            await self._auth.aclose()
 
 
 class _StderrLines:
@@ -257,25 +262,3 @@ class _StderrLines:
         with reader:
             for line in reader:
                 log_event(logger, "mcp_server_stderr", server=self.server, line=line.rstrip())
-
-
-async def _with_traceparent(request: "httpx2.Request") -> None:
-    request.headers.update(outgoing_headers())
-
-
-def _result_text(content: list[Any], structured: Any) -> str:
-    parts = []
-    for block in content:
-        text = getattr(block, "text", None)
-        parts.append(text if isinstance(text, str) else f"[{getattr(block, 'type', 'content')}]")
-    if not parts and structured is not None:
-        return str(structured)
-    return "\n".join(parts)
-
-
-def _reason(error: BaseException) -> str:
-    """The innermost cause of a failure, in one line (task groups wrap them in groups)."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -10,11 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from agents.schema import AgentConfig, Config
+from agents.schema import AgentConfig, Config, McpToolsRef
 from inference.neutral.errors import ApiError, invalid_request
 from inference.neutral.types import Message, ToolCall, ToolChoice, ToolSpec
 from inference.providers.toolnames import ToolNameRule
 from inference.tools.mcp import McpHub
+from inference.tools.mcp_session import McpTool
+from inference.tools.mcp_users import McpUnavailable
 from inference.tools.skills import skill_specs
 
 CONNECT_WAIT = 10.0  # seconds a request waits for an MCP server that is just starting
@@ -81,25 +83,15 @@ async def build_toolbox(
     mcp: McpHub,
     client_tools: tuple[ToolSpec, ...],
     names: ToolNameRule,
+    user_id: str,
 ) -> Toolbox:
-    """The tools of ``agent`` and of the client; 502 when an MCP server it uses is down,
-    400 when a client tool takes the name of one of the agent's tools."""
+    """The tools of ``agent`` for ``user_id`` and of the client; 502 when an MCP server it
+    uses is down, 400 when a client tool takes the name of one of the agent's tools."""
     own: list[tuple[ToolSpec, AgentTool]] = []
     for reference in agent.mcp_tools:
-        server = mcp.server(reference.server)
-        if server is not None and server.state == "connecting":
-            await server.settled(CONNECT_WAIT)  # just started: give it a moment
-        if server is None or server.state != "connected":
-            message = (
-                server.unavailable()
-                if server
-                else f"MCP server '{reference.server}' is not started"
-            )
-            raise ApiError(502, message, code="mcp_unavailable")
-        for listed in server.tools:
-            if reference.only is None or listed.name in reference.only:
-                spec = ToolSpec(listed.name, listed.description, listed.input_schema)
-                own.append((spec, AgentTool("mcp", listed.name, reference.server)))
+        for listed in await _mcp_tools(reference, config, mcp, user_id):
+            spec = ToolSpec(listed.name, listed.description, listed.input_schema)
+            own.append((spec, AgentTool("mcp", listed.name, reference.server)))
     for subagent in agent.subagents:
         description = _purpose(config, subagent) or f"Invoke the '{subagent}' subagent."
         spec = ToolSpec(subagent, description, SUBAGENT_PARAMETERS)
@@ -124,6 +116,35 @@ async def build_toolbox(
             name: tool.name for name, tool in zip(exposed[len(own) :], client_tools, strict=True)
         },
     )
+
+
+async def _mcp_tools(
+    reference: McpToolsRef, config: Config, mcp: McpHub, user_id: str
+) -> tuple[McpTool, ...]:
+    """The tools ``reference`` takes from its server: those it lists (for the user, where
+    it signs each user in), or, for a user who has not connected their account there,
+    what lets them connect it."""
+    signing_in = mcp.user_server(reference.server)
+    if signing_in is not None:
+        try:
+            listed = await signing_in.tools_for(user_id, config)
+        except McpUnavailable as error:
+            raise ApiError(502, str(error), code="mcp_unavailable") from error
+        if listed is None:
+            return signing_in.before_connecting(reference.only)
+    else:
+        server = mcp.server(reference.server)
+        if server is not None and server.state == "connecting":
+            await server.settled(CONNECT_WAIT)  # just started: give it a moment
+        if server is None or server.state != "connected":
+            message = (
+                server.unavailable()
+                if server
+                else f"MCP server '{reference.server}' is not started"
+            )
+            raise ApiError(502, message, code="mcp_unavailable")
+        listed = server.tools
+    return tuple(tool for tool in listed if reference.only is None or tool.name in reference.only)
 
 
 def _purpose(config: Config, name: str) -> str | None:

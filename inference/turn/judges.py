@@ -95,7 +95,9 @@ def verdict_format(judge: JudgeConfig) -> ResponseFormat:
     return ResponseFormat(kind="json_schema", schema=schema, name="verdict", strict=True)
 
 
-def judge_request(judge: JudgeConfig, subject: JudgedReply) -> ChatRequest:
+def judge_request(judge: JudgeConfig, user_text: str, reply: str) -> ChatRequest:
+    """The judge's call on ``reply`` to ``user_text`` (a live reply's, or an
+    evaluation's, ``inference.evaluations``)."""
     response_format = verdict_format(judge)
     rubric = "\n".join(f"- {criterion}: {text}" for criterion, text in judge.rubrics.items())
     system = (
@@ -103,7 +105,7 @@ def judge_request(judge: JudgeConfig, subject: JudgedReply) -> ChatRequest:
         "give an integer score from 0 (worst) to 10 (best) and one sentence of reasoning.\n\n"
         f"Criteria:\n{rubric}\n\n{structured_output_instruction(response_format)}"
     )
-    conversation = quoted_exchange(subject.user_text, subject.reply)
+    conversation = quoted_exchange(user_text, reply)
     return ChatRequest(
         model=judge.model,
         system=system,
@@ -131,7 +133,7 @@ async def judge_reply(
 async def _judge(
     judge: JudgeConfig, subject: JudgedReply, config: Config, engine: Engine, span: Span
 ) -> None:
-    request = judge_request(judge, subject)
+    request = judge_request(judge, subject.user_text, subject.reply)
     context = CallContext(config, engine, subject.user_id, TurnBounds(config.limits), span=span)
     loop = tool_loop(context, route_of(judge), Toolbox(), request.response_format)
     verdict: dict[str, Any] | None = None

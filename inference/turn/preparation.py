@@ -217,7 +217,7 @@ async def _turn(
         requested_model=client.model,
         routing=routing,
         setting=setting,
-        call=await agent_call(routing.agent, setting, config, engine, memories.prompt),
+        call=await agent_call(routing.agent, setting, user_id, config, engine, memories.prompt),
         user_text=user_text,
         include_usage=client.include_usage,
         reservation=stored.reservation,
@@ -226,15 +226,20 @@ async def _turn(
 
 
 async def agent_call(
-    agent: AgentConfig, setting: Setting, config: Config, engine: Engine, memories: str = ""
+    agent: AgentConfig,
+    setting: Setting,
+    user_id: str,
+    config: Config,
+    engine: Engine,
+    memories: str = "",
 ) -> AgentCall:
     """``agent``'s request for the turn: its preamble, what it remembers of the user
-    (``memories``), its tools and the client's, the conversation with the tool names its
-    provider knows."""
+    (``memories``), its tools (for the user) and the client's, the conversation with the
+    tool names its provider knows."""
     client = setting.client
     route = route_of(agent)
     toolbox = await build_toolbox(
-        agent, config, engine.mcp, client.tools.specs, route.tool_names(config)
+        agent, config, engine.mcp, client.tools.specs, route.tool_names(config), user_id
     )
     own = tuple(toolbox.to_provider(message) for message in client.messages)
     conversation = [*setting.history, *with_exchanges(own, setting.exchanges)]

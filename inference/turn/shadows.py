@@ -46,7 +46,7 @@ async def _shadow(
 ) -> None:
     completion_id = f"shadow-{uuid.uuid4().hex}"
     try:
-        call = await agent_call(agent, turn.setting, config, engine)
+        call = await agent_call(agent, turn.setting, turn.user_id, config, engine)
         context = CallContext(config, engine, turn.user_id, TurnBounds(config.limits), span=span)
         loop = tool_loop(context, call.route, call.toolbox, call.request.response_format)
         answer = await loop.complete(call.request)

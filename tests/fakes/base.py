@@ -85,6 +85,17 @@ class Recorded:
         return f"{prefix}_{self.number}_{index}"
 
 
+@dataclass
+class Gauge:
+    """How many calls that ``matches`` are waiting for their reply at this moment (from
+    their arrival until their reply begins, after its ``delay``), and the most there ever
+    were at once."""
+
+    matches: Callable[[Recorded], bool]
+    now: int = 0
+    peak: int = 0
+
+
 class FakeUpstream:
     """Subclasses implement ``render_json``, ``render_stream`` and ``is_stream``."""
 
@@ -92,6 +103,7 @@ class FakeUpstream:
         self.requests: list[Recorded] = []
         self._script: list[Reply] = []
         self._rules: list[tuple[Callable[[Recorded], bool], Reply]] = []
+        self._gauges: list[Gauge] = []
         self._answered = 0
         self._lock = threading.Lock()
         handler = type("Handler", (_Handler,), {"fake": self})
@@ -129,10 +141,31 @@ class FakeUpstream:
         with self._lock:
             self._rules.append((matches, reply))
 
+    def gauge(self, matches: Callable[[Recorded], bool]) -> Gauge:
+        """Count the calls that ``matches`` while they wait for their reply."""
+        with self._lock:
+            self._gauges.append(Gauge(matches))
+            return self._gauges[-1]
+
+    def entering(self, recorded: Recorded) -> list[Gauge]:
+        """The gauges a call being answered counts in (until ``leaving``)."""
+        with self._lock:
+            counting = [gauge for gauge in self._gauges if gauge.matches(recorded)]
+            for gauge in counting:
+                gauge.now += 1
+                gauge.peak = max(gauge.peak, gauge.now)
+            return counting
+
+    def leaving(self, gauges: list[Gauge]) -> None:
+        with self._lock:
+            for gauge in gauges:
+                gauge.now -= 1
+
     def reset(self) -> None:
         with self._lock:
             self._script.clear()
             self._rules.clear()
+            self._gauges.clear()
             self.requests.clear()
 
     @property
@@ -220,8 +253,12 @@ class _Handler(BaseHTTPRequestHandler):
             client_port=self.client_address[1],
         )
         reply = self.fake.next_reply(recorded)
-        if reply.delay:
-            time.sleep(reply.delay)
+        gauges = self.fake.entering(recorded)
+        try:
+            if reply.delay:
+                time.sleep(reply.delay)
+        finally:
+            self.fake.leaving(gauges)  # before any byte of the reply: the caller sees none yet
         if reply.drop:
             self._drop()
             return

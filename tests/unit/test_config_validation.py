@@ -140,6 +140,16 @@ def _solo_cached(cache: dict[str, Any], **agent: Any) -> Callable[[dict[str, Any
     return change
 
 
+def _with_objective(objective: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    """The bandit's metric given as its objective's."""
+
+    def change(data: dict[str, Any]) -> None:
+        del data["experiments"][2]["metric"]
+        data["experiments"][2]["objective"] = objective
+
+    return change
+
+
 def _empty_rubrics_without_the_bandit(data: dict[str, Any]) -> None:
     data["judges"][0]["rubrics"] = {}
     data["experiments"].pop()  # its metric would name a criterion that no longer exists
@@ -371,6 +381,33 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         "experiments[2].min_samples: must not be negative",
     ),
     (
+        "objective on a split experiment",
+        _set("experiments.0.objective", {"metric": "quality.accuracy"}),
+        "experiments[0].objective: only allowed with strategy 'bandit'",
+    ),
+    (
+        "objective metric differs from metric",
+        _set("experiments.2.objective", {"metric": "quality.helpfulness", "cost_weight": 10}),
+        "experiments[2].metric: 'quality.accuracy' differs from objective.metric "
+        "'quality.helpfulness' (objective.metric replaces metric)",
+    ),
+    (
+        "objective metric not judge.criterion",
+        _with_objective({"metric": "quality.tone", "cost_weight": 10}),
+        "experiments[2].objective.metric: 'quality.tone' is not a judge.criterion of a "
+        "defined judge",
+    ),
+    (
+        "objective cost weight negative",
+        _with_objective({"metric": "quality.accuracy", "cost_weight": -1}),
+        "experiments[2].objective.cost_weight: input should be greater than or equal to 0",
+    ),
+    (
+        "max_cost_usd not positive",
+        _set("experiments.2.max_cost_usd", 0),
+        "experiments[2].max_cost_usd: input should be greater than 0",
+    ),
+    (
         "bandit window not positive",
         _set("experiments.2.bandit_window_seconds", 0),
         "experiments[2].bandit_window_seconds: must be greater than 0",
@@ -528,6 +565,17 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         "max_entries below 1",
         _set("cache", {"max_entries": 0}),
         "cache.max_entries: input should be greater than or equal to 1",
+    ),
+    (
+        "evaluations concurrency below 1",
+        _set("evaluations", {"concurrency": 0}),
+        "evaluations.concurrency: input should be greater than or equal to 1",
+    ),
+    (
+        "evaluations concurrency not an integer",
+        _set("evaluations", {"concurrency": 1.5}),
+        "evaluations.concurrency: input should be a valid integer, got a number with a "
+        "fractional part",
     ),
     (
         "max_tools below 1",

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from agents.loader import load_config_data
 from agents.schema import Config
-from inference.models import JudgeRun, JudgeScore
+from inference.models import JudgeRun, JudgeScore, LedgerEntry
 from inference.neutral.errors import ApiError
 from inference.routing.experiments import (
     DEFAULT_WINDOW_SECONDS,
@@ -181,3 +181,82 @@ def test_bandit_means_count_only_this_experiments_scores_inside_the_window() -> 
     score(9, "b")
     assert bandit_arms(config, "bandit", now) == {"a": Arm(7.0, 2), "b": Arm(9.0, 1)}
     assert bandit_arms(config, "a", now) == {}
+
+
+def _pay(variant: str, micro_usd: int | None, age: float = 60, experiment: str = "bandit") -> None:
+    LedgerEntry.objects.create(
+        user_id="u",
+        agent=variant,
+        experiment=experiment,
+        variant=variant,
+        provider="openai",
+        completion_id="c",
+        prompt_tokens=1,
+        completion_tokens=1,
+        total_tokens=2,
+        cost_micro_usd=micro_usd,
+        created_at=timezone.now() - timedelta(seconds=age),
+    )
+
+
+def _two(**fields: Any) -> dict[str, Any]:
+    return {**BANDIT, "variants": [{"agent": "a"}, {"agent": "b"}], **fields}
+
+
+def _simulated(experiment: Any, quality: dict[str, float], cost: dict[str, float]) -> Counter[str]:
+    """3000 choices, each earning a score near the variant's quality at its fixed cost;
+    the picks of the last 1000."""
+    scores: dict[str, list[float]] = {name: [] for name in quality}
+    rng = random.Random(2027)
+    picks = []
+    for _ in range(3000):
+        arms = {n: Arm(sum(v) / len(v), len(v), cost[n]) for n, v in scores.items() if v}
+        chosen = bandit_choice(experiment, arms, rng)
+        picks.append(chosen)
+        scores[chosen].append(min(10.0, max(0.0, rng.gauss(quality[chosen], 0.5))))
+    return Counter(picks[-1000:])
+
+
+@pytest.mark.parametrize(("cost_weight", "winner"), [(200, "b"), (0, "a")])
+def test_a_bandit_with_a_cost_weight_settles_on_quality_per_dollar(
+    cost_weight: float, winner: str
+) -> None:
+    """The design's example: a scores 9 at $0.010, b 8 at $0.001. With 200 points a
+    dollar b earns 7.8 against a's 7.0; without, a's 9 wins. The worse one gets only its
+    share of the exploration (5 % of picks, with epsilon 0.1 over two variants)."""
+    objective = {"metric": "quality.accuracy", "cost_weight": cost_weight}
+    experiment = config_with(_two(metric=None, objective=objective)).experiment("bandit")
+
+    late = _simulated(experiment, {"a": 9.0, "b": 8.0}, {"a": 0.010, "b": 0.001})
+
+    loser = "a" if winner == "b" else "b"
+    assert late[winner] > 900, late
+    assert late[loser] < 90, late
+
+
+def test_a_variant_over_max_cost_is_never_chosen_while_another_is_under_it() -> None:
+    experiment = config_with(_two(max_cost_usd=0.005, epsilon=0.5)).experiment("bandit")
+    arms = {"a": Arm(9.0, 50, 0.010), "b": Arm(2.0, 50, 0.001)}
+    choices = Counter(bandit_choice(experiment, arms, random.Random(n)) for n in range(500))
+    assert choices == {"b": 500}  # exploring included
+    both_over = {"a": Arm(9.0, 50, 0.010), "b": Arm(2.0, 50, 0.020)}
+    greedy = Counter(bandit_choice(experiment, both_over, random.Random(n)) for n in range(500))
+    assert greedy["a"] > 300  # none is under the cap: the reward decides again
+    unknown = {"a": Arm(0.0, 0, None), "b": Arm(2.0, 50, 0.001)}
+    assert bandit_choice(experiment, unknown, random.Random(1)) == "a"  # to be explored
+
+
+@pytest.mark.django_db
+def test_a_bandits_costs_are_its_variants_last_requests_inside_the_window() -> None:
+    objective = {"metric": "quality.accuracy", "cost_weight": 100}
+    config = config_with(_two(metric=None, objective=objective, min_samples=2))
+    _pay("a", 30_000, age=30)
+    _pay("a", 10_000, age=20)
+    _pay("a", 20_000, age=10)  # the last two: $0.015 on average
+    _pay("a", 999_000, experiment="other")
+    _pay("b", None)  # no known price
+    _pay("b", 1_000, age=DEFAULT_WINDOW_SECONDS + 60)  # too old
+
+    arms = bandit_arms(config, "bandit", timezone.now())
+
+    assert arms == {"a": Arm(0.0, 0, 0.015)}

@@ -3,7 +3,7 @@
 ``core`` is the floor and imports none of the project's packages; ``agents`` (the
 config) builds only on ``core``; ``inference`` and ``adminui`` build on both, and the
 admin uses of ``inference`` only the modules in ``ALLOWED`` (recorded data, prices, keys,
-erasure, memories, live state); ``gateway`` is the top, wired in by the entry points,
+erasure, memories, MCP connections, evaluations, live state); ``gateway`` is the top, wired in by the entry points,
 and imported by no other package. Inside ``inference`` and ``adminui`` the same holds between their
 parts (sub-packages and top-level modules), and no module anywhere is part of an import
 circle, imports made only for type checking included.
@@ -36,8 +36,12 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "core",
         "agents",
         "inference.cache.forgetting",
+        "inference.evaluations.records",
+        "inference.evaluations.spec",
+        "inference.evaluations.summary",
         "inference.files.storage",
         "inference.ledger.erasure",
+        "inference.mcpauth.connections",
         "inference.money.keys",
         "inference.money.prices",
         "inference.ledger.queries",
@@ -75,6 +79,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "telemetry",
         ),
         "files": ("database", "erasures", "models", "neutral"),
+        "mcpauth": ("database", "erasures", "models"),
         "ledger": (
             "cache",
             "database",
@@ -88,6 +93,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         "tools": (
             "cache",
             "database",
+            "mcpauth",
             "models",
             "money",
             "neutral",
@@ -129,6 +135,19 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "tools",
         ),
         "serving": ("database", "engine", "money", "neutral", "telemetry", "turn"),
+        "evaluations": (
+            "database",
+            "engine",
+            "ledger",
+            "models",
+            "money",
+            "neutral",
+            "providers",
+            "routing",
+            "telemetry",
+            "tools",
+            "turn",
+        ),
         "dialects": (
             "database",
             "engine",
@@ -145,7 +164,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "api": ("dialects", "neutral", "serving"),
         "migrations": (),
-        "management": ("money",),
+        "management": ("database", "engine", "evaluations", "money"),
     },
     "adminui": {
         "context": (),
