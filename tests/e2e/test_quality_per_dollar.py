@@ -16,7 +16,7 @@ from tests.fakes.base import FakeUpstream, Recorded, Reply
 from tests.server import GatewayServer
 from tests.upstreams import api_key_of, fake_base_url
 
-REQUESTS = 40
+REQUESTS = 60
 MIN_SAMPLES = 4
 # $ per million tokens making one request (11 prompt + 7 completion tokens) cost $0.010
 # and $0.001.
