@@ -86,7 +86,8 @@ class Recorded:
     disconnected: bool = False
     number: int = 0  # the call's place among all calls this fake answered (unique ids)
     client_port: int = 0  # the connection it came on (a kept connection keeps its port)
-    # Each write of a stream: (events sent so far, time.monotonic() once written).
+    # Each write of a stream: (events sent so far, time.monotonic() once written); with
+    # raw_frames, frames rather than events.
     sent: list[tuple[int, float]] = field(default_factory=list)
     released: bool = False  # a held stream was released by the test (not by HOLD_LIMIT)
 
