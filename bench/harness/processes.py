@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,13 +28,15 @@ class Floor:
 
 
 @contextmanager
-def floor() -> Iterator[Floor]:
-    """The fake OpenAI upstream and the bare relay, each in its own process."""
+def floor(fake_options: Sequence[str] = ()) -> Iterator[Floor]:
+    """The fake OpenAI upstream (with ``fake_options``, e.g. ``--stream-events 40``) and
+    the bare relay, each in its own process."""
     env = {**os.environ, "PYTHONPATH": str(PROJECT_DIR)}
     fake_port, relay_port = free_port(), free_port()
     upstream = f"http://127.0.0.1:{fake_port}/v1"
     python = sys.executable
     fake_command = [python, "-m", "tests.fakes.openai_upstream", "--port", str(fake_port)]
+    fake_command += fake_options
     fake = start_process(fake_command, env, fake_port)
     try:
         relay_command = [python, "-m", "daphne", "-v", "0", "-p", str(relay_port)]
@@ -94,9 +96,10 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def mint_key(server: GatewayServer, user: str, *limits: str) -> str:
-    """A new API key of ``user`` on ``server``'s database (``manage.py create_api_key``)."""
+    """A new API key of ``user`` on ``server``'s database (``manage.py create_api_key`` of
+    the server's own checkout)."""
     command = [
-        sys.executable, str(PROJECT_DIR / "manage.py"), "create_api_key", "--user", user,
+        server.python, str(server.project_dir / "manage.py"), "create_api_key", "--user", user,
         "--name", "bench", *limits,
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, env=server.env, check=True)

@@ -14,7 +14,7 @@ import ssl
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -41,7 +41,14 @@ class Reply:
     error_body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds before answering
-    chunk_delay: float = 0.0  # seconds between stream chunks
+    chunk_delay: float = 0.0  # seconds between stream chunks (between writes)
+    # Stream events sent in one write (0: the whole stream in one write), so that one read
+    # of the gateway's may carry several events.
+    events_per_write: int = 1
+    # After this many events, wait for ``release`` (set by the test, at most HOLD_LIMIT
+    # seconds) before sending the rest: what the client saw meanwhile was not buffered.
+    hold_after_chunks: int | None = None
+    release: threading.Event | None = None
     drop: bool = False  # close the connection without answering
     drop_after_chunks: int | None = None  # close a stream after this many chunks
     raw_body: Any = None  # sent as the JSON body instead of a rendered reply
@@ -79,6 +86,10 @@ class Recorded:
     disconnected: bool = False
     number: int = 0  # the call's place among all calls this fake answered (unique ids)
     client_port: int = 0  # the connection it came on (a kept connection keeps its port)
+    # Each write of a stream: (events sent so far, time.monotonic() once written); with
+    # raw_frames, frames rather than events.
+    sent: list[tuple[int, float]] = field(default_factory=list)
+    released: bool = False  # a held stream was released by the test (not by HOLD_LIMIT)
 
     def call_id(self, prefix: str, index: int) -> str:
         """A tool call id unique to this call, as real providers give them."""
@@ -218,6 +229,9 @@ class FakeUpstream:
         return reply.error_body
 
 
+HOLD_LIMIT = 30.0  # seconds a held stream waits for its release
+
+
 class _Server(ThreadingHTTPServer):
     request_queue_size = 128  # the default 5 drops connections of a burst (benchmarks)
 
@@ -300,15 +314,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = cut
         frames = reply.raw_frames or self.fake.render_stream(reply, recorded)
-        for count, frame in enumerate(frames):
-            if cut_after is not None and count >= cut_after:
+        held = False
+        for sent, data, count in _writes(frames, reply.events_per_write):
+            if cut_after is not None and sent >= cut_after:
                 self._drop()
                 return
-            if count and reply.chunk_delay:
+            if reply.hold_after_chunks is not None and not held and sent >= reply.hold_after_chunks:
+                held = True
+                assert reply.release is not None, "a held reply needs its release"
+                recorded.released = reply.release.wait(HOLD_LIMIT)
+            if sent and reply.chunk_delay:
                 time.sleep(reply.chunk_delay)
-            if frame:  # an empty chunk would end a chunked body
-                self.wfile.write(frame if cut else b"%x\r\n%s\r\n" % (len(frame), frame))
+            if data:  # an empty chunk would end a chunked body
+                self.wfile.write(data if cut else b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
+            recorded.sent.append((sent + count, time.monotonic()))
         if not cut:
             self.wfile.write(b"0\r\n\r\n")
 
@@ -316,6 +336,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
+
+
+def _writes(frames: Iterable[bytes], per_write: int) -> Iterator[tuple[int, bytes, int]]:
+    """The stream's writes: (events sent before it, its bytes, how many events it holds),
+    ``per_write`` events each (0: all of them in one)."""
+    sent = 0
+    group: list[bytes] = []
+    for frame in frames:
+        group.append(frame)
+        if per_write and len(group) >= per_write:
+            yield sent, b"".join(group), len(group)
+            sent, group = sent + len(group), []
+    if group:
+        yield sent, b"".join(group), len(group)
 
 
 def fake_vector(text: str, dimensions: int = 64) -> list[float]:

@@ -4,6 +4,10 @@ Run it alone to try the gateway without API keys:
 ``python -m tests.fakes.openai_upstream --port 9100`` answers every call with
 "You said: <your last message>". A request with ``logprobs: true`` gets logprobs for
 each piece of text, whole and streamed, as the real API gives them.
+
+``--stream-events 40 --event-gap-ms 5`` paces it as a model streams tokens: every reply
+has enough words that a stream of it is 40 SSE events (the role, one event per word, the
+finish, the usage when asked and ``[DONE]``), each event in its own write, 5 ms apart.
 """
 
 import argparse
@@ -19,6 +23,24 @@ TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
 class OpenAIUpstream(FakeUpstream):
+    stream_events = 0  # paced: every reply streams in this many events (0: as it says)
+    event_gap = 0.0  # paced: seconds between two events
+
+    def paced(self, events: int, gap: float) -> "OpenAIUpstream":
+        """Every reply (unless scripted) long enough that its stream is ``events`` events,
+        sent one per write, ``gap`` seconds apart."""
+        self.stream_events, self.event_gap = events, gap
+        return self
+
+    def default_reply(self, recorded: Recorded) -> Reply:
+        if not self.stream_events:
+            return super().default_reply(recorded)
+        body = recorded.body if isinstance(recorded.body, dict) else {}
+        usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        framing = 3 + usage  # the role, the finish, the usage and [DONE]
+        words = [f"w{index} " for index in range(max(1, self.stream_events - framing))]
+        return Reply.of_chunks(*words, chunk_delay=self.event_gap)
+
     def usage(self, reply: Reply) -> dict[str, Any]:
         return _usage(reply)
 
@@ -219,7 +241,16 @@ class DeepSeekUpstream(OpenAIUpstream):
 def main() -> None:
     parser = argparse.ArgumentParser(description="Fake OpenAI upstream for trying the gateway.")
     parser.add_argument("--port", type=int, default=9100)
-    fake = OpenAIUpstream(port=parser.parse_args().port)
+    parser.add_argument(
+        "--stream-events", type=int, default=0, help="pace: every stream this many SSE events"
+    )
+    parser.add_argument(
+        "--event-gap-ms", type=float, default=0.0, help="pace: milliseconds between two events"
+    )
+    options = parser.parse_args()
+    fake = OpenAIUpstream(port=options.port)
+    if options.stream_events:
+        fake.paced(options.stream_events, options.event_gap_ms / 1000)
     print(f"fake OpenAI upstream on {fake.base_url}", flush=True)
     fake.start()
     fake._thread.join()
