@@ -23,7 +23,7 @@ from inference.neutral.types import Usage
 
 # "turn": billed to the user; "cache_hit": a turn answered wholly from the response cache
 # (a request, nothing spent); the others are charged to the agent (and experiment).
-type ChargeKind = Literal["turn", "cache_hit", "judge", "shadow", "memory", "cache"]
+type ChargeKind = Literal["turn", "cache_hit", "judge", "shadow", "memory", "cache", "smoke"]
 
 
 @dataclass(frozen=True)
