@@ -17,7 +17,17 @@ from adminui.editing import (
     skills,
 )
 from adminui.editing.collections import Column, ItemDetails, collection_router
-from adminui.records import cache, keys, live, memories, overview, requests, scores, spend
+from adminui.records import (
+    automation,
+    cache,
+    keys,
+    live,
+    memories,
+    overview,
+    requests,
+    scores,
+    spend,
+)
 from adminui.rendering.bodies import AdminParser, BodyError
 from adminui.rendering.errors import AdminError, error_response, refusal
 from adminui.schemas import McpServerCreate, ProviderCreate
@@ -85,6 +95,7 @@ api.add_router("", spend.router)
 api.add_router("", requests.router)
 api.add_router("", memories.router)
 api.add_router("", cache.router)
+api.add_router("", automation.router)
 
 
 @api.exception_handler(AdminError)

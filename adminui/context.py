@@ -1,6 +1,6 @@
 """What admin request code borrows from the process, as the request carries it."""
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.http import HttpRequest
 from django_htmx.middleware import HtmxDetails
@@ -18,6 +18,7 @@ class AdminRuntime(Protocol):
     def mcp_status(self) -> list[McpServerStatus]: ...
     def deployment_status(self) -> list[DeploymentStatus]: ...
     async def remember(self, user_id: str, agent: str, text: str) -> Memory: ...
+    async def start_smoke_test(self, name: str) -> dict[str, Any] | None: ...
 
 
 class AdminRequest(HttpRequest):

@@ -360,7 +360,9 @@ class TriggerConfig(Section):
     name: str
     agent: str
     user: str = Field(description="The user the turn runs as: history, budgets, cost.")
-    message: str = Field(description="A Django template (autoescape off); a webhook's body is body.")
+    message: str = Field(
+        description="A Django template (autoescape off); a webhook's body is body."
+    )
     schedule: str | None = Field(default=None, description="Cron, 5 fields, UTC.")
     webhook: WebhookConfig | None = None
     on_start: bool = False
