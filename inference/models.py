@@ -19,8 +19,8 @@ class StoredMessage(models.Model):
 
 class LedgerEntry(models.Model):
     """Tokens and cost of a turn, billed to its user (``kind`` "turn"), or of a judge or
-    shadow run after it, charged to the agent and experiment only ("judge", "shadow":
-    never counted in a user's or key's budget). A turn answered wholly from the response
+    shadow run after it, or a smoke test's calls, charged to the agent and experiment only
+    ("judge", "shadow", "smoke": never counted in a user's or key's budget). A turn answered wholly from the response
     cache is a "cache_hit": its tokens as first paid, cost 0, counted only as a request."""
 
     user_id = models.CharField(max_length=255)
