@@ -18,6 +18,7 @@ from adminui.editing import (
 )
 from adminui.editing.collections import Column, ItemDetails, collection_router
 from adminui.records import (
+    automation,
     cache,
     evaluations,
     keys,
@@ -99,6 +100,7 @@ api.add_router("", requests.router)
 api.add_router("", memories.router)
 api.add_router("", cache.router)
 api.add_router("", evaluations.router)
+api.add_router("", automation.router)
 
 
 @api.exception_handler(AdminError)

@@ -1,6 +1,6 @@
 """What admin request code borrows from the process, as the request carries it."""
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.http import HttpRequest
 from django_htmx.middleware import HtmxDetails
@@ -22,6 +22,7 @@ class AdminRuntime(Protocol):
     async def remember(self, user_id: str, agent: str, text: str) -> Memory: ...
     async def start_evaluation(self, plan: Plan, config: Config) -> EvaluationRow: ...
     async def cancel_evaluation(self, evaluation_id: int) -> tuple[EvaluationRow | None, bool]: ...
+    async def start_smoke_test(self, name: str) -> dict[str, Any] | None: ...
 
 
 class AdminRequest(HttpRequest):

@@ -164,6 +164,10 @@ class AgentConfig(Served):
     )
     cache: AgentCacheConfig | None = None
     skills: list[str] = Field(default=[], description="Skills (under skills.dir) it may load.")
+    tasks: bool = Field(
+        default=False,
+        description="Our extension: the tools dispatch_task and task_status (docs/automation.md).",
+    )
 
 
 class JudgeConfig(Served):
@@ -304,6 +308,9 @@ class LimitsConfig(Section):
     max_tools: int = Field(
         default=512, ge=1, description="Tool definitions one request may carry (400 above)."
     )
+    tasks_concurrency: int = Field(
+        default=4, ge=1, description="Background tasks one process runs at once."
+    )
 
 
 class BudgetLimits(Finite):
@@ -395,6 +402,63 @@ class EmbedderConfig(Section):
     )
 
 
+class WebhookConfig(Section):
+    secret: str = Field(default="", description="The HMAC-SHA256 key of X-Gateway-Signature.")
+
+
+class DeliverConfig(Section):
+    url: str = Field(description="Where each run's reply is POSTed.")
+    secret: str = Field(default="", description="The HMAC-SHA256 key of the delivery's signature.")
+
+
+TriggerKind = Literal["schedule", "webhook", "on_start"]
+
+
+class TriggerConfig(Section):
+    """Our extension: an agent's turn that no request starts (docs/automation.md)."""
+
+    name: str
+    agent: str
+    user: str = Field(description="The user the turn runs as: history, budgets, cost.")
+    message: str = Field(
+        description="A Django template (autoescape off); a webhook's body is body."
+    )
+    schedule: str | None = Field(default=None, description="Cron, 5 fields, UTC.")
+    webhook: WebhookConfig | None = None
+    on_start: bool = False
+    deliver: DeliverConfig | None = None
+
+    @property
+    def kinds(self) -> list[TriggerKind]:
+        """What fires it (exactly one, once validated)."""
+        kinds: list[TriggerKind] = []
+        if self.schedule is not None:
+            kinds.append("schedule")
+        if self.webhook is not None:
+            kinds.append("webhook")
+        if self.on_start:
+            kinds.append("on_start")
+        return kinds
+
+    @property
+    def kind(self) -> TriggerKind:
+        return self.kinds[0]
+
+
+class SmokeTestConfig(Section):
+    """Our extension: an agent that plays the user for a few exchanges, then judged."""
+
+    name: str
+    agent: str
+    persona: str = Field(description="The agent that plays the user.")
+    opening: str = Field(description="The persona's first message.")
+    turns: int = Field(default=3, description="Exchanges (a persona message, an answer).")
+    judges: list[str] = []
+    min_score: float | None = Field(
+        default=None, description="The least mean score of each judge for a run to pass."
+    )
+
+
 class Config(Section):
     default_user_id: str | None = None
     providers: dict[str, ProviderConfig]
@@ -415,6 +479,8 @@ class Config(Section):
     files: FilesConfig = FilesConfig()
     skills: SkillsConfig | None = None
     mcp_server: McpServerSettings = McpServerSettings()
+    triggers: list[TriggerConfig] = []
+    smoke_tests: list[SmokeTestConfig] = []
     public_base_url: str | None = Field(
         default=None,
         description="Our extension: the gateway's URL as a browser reaches it (MCP connect links).",
@@ -480,3 +546,9 @@ class Config(Section):
 
     def embedder(self, name: str) -> EmbedderConfig | None:
         return next((embedder for embedder in self.embedders if embedder.name == name), None)
+
+    def trigger(self, name: str) -> TriggerConfig | None:
+        return next((trigger for trigger in self.triggers if trigger.name == name), None)
+
+    def smoke_test(self, name: str) -> SmokeTestConfig | None:
+        return next((test for test in self.smoke_tests if test.name == name), None)

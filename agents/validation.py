@@ -9,6 +9,9 @@ import re
 from collections.abc import Iterator, Sequence
 from urllib.parse import urlsplit
 
+from croniter import croniter
+from django.template import Engine, TemplateSyntaxError
+
 from agents.schema import (
     PROVIDER_KINDS,
     AgentConfig,
@@ -38,6 +41,8 @@ def cross_validate(config: Config) -> list[str]:
         *_check_caches(config),
         *_check_aliases(config),
         *_check_skills(config),
+        *_check_triggers(config),
+        *_check_smoke_tests(config),
     ]
 
 
@@ -468,3 +473,77 @@ def _check_skills(config: Config) -> Iterator[str]:
             elif config.skill(name) is None:
                 yield f"{path}: skill '{name}' is not defined (no SKILL.md under skills.dir names it)"
             seen.add(name)
+
+
+# The engine of the triggers' messages (docs/automation.md): Django's template language,
+# no HTML escaping (a message is text for a model, not a page).
+MESSAGE_TEMPLATES = Engine(autoescape=False)
+
+
+def cron_problem(expression: str) -> str | None:
+    """Why ``expression`` is not a cron schedule of 5 fields, or None when it is."""
+    if len(expression.split()) != 5:
+        return f"{expression!r} is not a cron schedule of 5 fields (minute hour day month weekday)"
+    if not croniter.is_valid(expression):
+        return f"{expression!r} is not a valid cron schedule"
+    return None
+
+
+def _check_unique_names(section: str, names: Sequence[str]) -> Iterator[str]:
+    seen: set[str] = set()
+    for index, name in enumerate(names):
+        if not NAME_PATTERN.fullmatch(name):
+            yield f"{section}[{index}].name: {name!r} is not a valid name ({_NAME_RULE})"
+        elif name in seen:
+            yield f"{section}[{index}].name: duplicate name '{name}'"
+        seen.add(name)
+
+
+def _check_triggers(config: Config) -> Iterator[str]:
+    agents = {agent.name for agent in config.agents}
+    yield from _check_unique_names("triggers", [trigger.name for trigger in config.triggers])
+    for index, trigger in enumerate(config.triggers):
+        path = f"triggers[{index}]"
+        if trigger.agent not in agents:
+            yield f"{path}.agent: agent '{trigger.agent}' is not defined"
+        if not trigger.user.strip():
+            yield f"{path}.user: must not be blank"
+        try:
+            MESSAGE_TEMPLATES.from_string(trigger.message)
+        except TemplateSyntaxError as error:
+            yield f"{path}.message: not a valid template: {error}"
+        if len(trigger.kinds) != 1:
+            yield f"{path}: must have exactly one of schedule, webhook or on_start: true"
+        if trigger.schedule is not None and (problem := cron_problem(trigger.schedule)):
+            yield f"{path}.schedule: {problem}"
+        if trigger.webhook is not None and not trigger.webhook.secret.strip():
+            yield f"{path}.webhook.secret: must be set (requests are signed with it)"
+        deliver = trigger.deliver
+        if deliver is not None:
+            if not deliver.url.startswith(("http://", "https://")):
+                yield f"{path}.deliver.url: must be an http:// or https:// URL"
+            if not deliver.secret.strip():
+                yield f"{path}.deliver.secret: must be set (deliveries are signed with it)"
+
+
+def _check_smoke_tests(config: Config) -> Iterator[str]:
+    agents = {agent.name for agent in config.agents}
+    judges = {judge.name for judge in config.judges}
+    yield from _check_unique_names("smoke_tests", [test.name for test in config.smoke_tests])
+    for index, test in enumerate(config.smoke_tests):
+        path = f"smoke_tests[{index}]"
+        for field in ("agent", "persona"):
+            name = getattr(test, field)
+            if name not in agents:
+                yield f"{path}.{field}: agent '{name}' is not defined"
+        for position, judge in enumerate(test.judges):
+            if judge not in judges:
+                yield f"{path}.judges[{position}]: judge '{judge}' is not defined"
+        if test.turns < 1:
+            yield f"{path}.turns: must be at least 1, got {test.turns}"
+        if test.min_score is not None and not 0 <= test.min_score <= 10:
+            yield f"{path}.min_score: must be between 0 and 10, got {test.min_score}"
+        if test.min_score is not None and not test.judges:
+            yield f"{path}.min_score: needs at least one judge (their scores decide)"
+        if not test.opening.strip():
+            yield f"{path}.opening: must not be blank"

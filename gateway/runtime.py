@@ -8,7 +8,7 @@ parts on the server's event loop; request code borrows them through the request
 import asyncio
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import DatabaseError
@@ -22,6 +22,7 @@ from inference.status import DeploymentStatus, McpServerStatus
 
 if TYPE_CHECKING:
     from agents.schema import Config
+    from inference.automation.service import Automation, HookAnswer
     from inference.evaluations.records import EvaluationRow
     from inference.evaluations.spec import Plan
     from inference.memory.store import Memory
@@ -37,6 +38,7 @@ class Runtime:
         self.engine = Engine()
         holder.on_change = self._config_applied
         self._started: asyncio.Task[None] | None = None
+        self._automation: Automation | None = None
 
     def start(self) -> None:
         _recover_interrupted_writes(self.holder.path)
@@ -47,8 +49,28 @@ class Runtime:
     async def started(self) -> None:
         """Start the async parts (MCP sessions) on the running loop, once."""
         if self._started is None:
-            self._started = asyncio.ensure_future(self.engine.start(self.holder.config))
+            self._started = asyncio.ensure_future(self._start())
         await asyncio.shield(self._started)
+
+    async def _start(self) -> None:
+        await self.engine.start(self.holder.config)
+        self.automation.start()
+
+    @property
+    def automation(self) -> "Automation":
+        """Triggers, background tasks, smoke tests (docs/automation.md)."""
+        if self._automation is None:
+            # Imported here: the runtime is imported before Django's apps (and models) load.
+            from inference.automation.service import Automation
+
+            self._automation = Automation(lambda: self.holder.config, self.engine)
+        return self._automation
+
+    async def webhook(self, name: str, body: bytes, signature: str | None) -> "HookAnswer":
+        return await self.automation.webhook(name, body, signature)
+
+    async def start_smoke_test(self, name: str) -> dict[str, Any] | None:
+        return await self.automation.start_smoke_test(name)
 
     async def stop(self) -> None:
         self.watcher.stop()

@@ -10,6 +10,11 @@ Everything an operator may change comes from the environment:
 - ``GATEWAY_DEBUG``: ``1`` for Django's debug mode.
 - ``REDIS_URL``: ``redis://host:port/db`` for the channel layer of the admin's live
   traffic page when several processes serve (default: in memory, one process).
+- ``GATEWAY_CRON_MINUTE_SECONDS``: how long a minute of the triggers' schedules lasts
+  (default 60; tests shorten it), ``GATEWAY_DELIVERY_BACKOFF_SECONDS``: the first wait
+  before a delivery is tried again (default 1: then 4 and 16), ``GATEWAY_LEASE_SECONDS``:
+  how long a process's heartbeat vouches for it (default 30: a task of a process silent
+  that long runs again elsewhere; a deployment silent that long starts anew).
 """
 
 import os
@@ -150,3 +155,8 @@ CHANNEL_LAYERS = {
         else {"BACKEND": "channels.layers.InMemoryChannelLayer"}
     )
 }
+
+# Automation (docs/automation.md).
+GATEWAY_CRON_MINUTE_SECONDS = float(os.environ.get("GATEWAY_CRON_MINUTE_SECONDS", "60"))
+GATEWAY_DELIVERY_BACKOFF_SECONDS = float(os.environ.get("GATEWAY_DELIVERY_BACKOFF_SECONDS", "1"))
+GATEWAY_LEASE_SECONDS = float(os.environ.get("GATEWAY_LEASE_SECONDS", "30"))

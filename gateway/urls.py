@@ -1,16 +1,17 @@
 """Root URLs: the API (every dialect's routes, ``inference.dialects.registry``),
-``/admin`` (adminui, its OIDC login first), health probes, metrics, and the browser's
-routes that connect users' accounts at MCP servers (``/mcp/{server}/…``; ``/mcp`` itself
-is the API's)."""
+``/admin`` (adminui, its OIDC login first), triggers' webhooks, health probes, metrics,
+and the browser's routes that connect users' accounts at MCP servers
+(``/mcp/{server}/…``; ``/mcp`` itself is the API's)."""
 
 from django.urls import include, path
 
-from gateway import health, mcp_accounts, metrics
+from gateway import health, hooks, mcp_accounts, metrics
 from inference.dialects import registry
 
 urlpatterns = [
     path("", include(registry.urlpatterns)),
     path("admin/", include("adminui.urls")),
+    path("hooks/<str:name>", hooks.webhook),
     path("healthz", health.healthz),
     path("readyz", health.readyz),
     path("metrics", metrics.metrics),

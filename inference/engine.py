@@ -18,6 +18,7 @@ from inference.providers.registry import ProviderClients
 from inference.routing.circuits import Circuits
 from inference.telemetry.tracing import TRACING
 from inference.tools.mcp import McpHub
+from inference.tools.tasks import TaskSignal
 
 
 class Engine:
@@ -27,6 +28,7 @@ class Engine:
         self.mcp = McpHub()
         self.background = BackgroundTasks()
         self.writer = RecordWriter()
+        self.tasks = TaskSignal()  # wakes the process's task runner (inference.automation)
         # The one source of the process's random choices (experiment arms, shadow rates,
         # judge sampling), so a test can seed every draw at once.
         self.rng = random.Random()

@@ -19,8 +19,8 @@ class StoredMessage(models.Model):
 
 class LedgerEntry(models.Model):
     """Tokens and cost of a turn, billed to its user (``kind`` "turn"), or of a judge or
-    shadow run after it, charged to the agent and experiment only ("judge", "shadow":
-    never counted in a user's or key's budget). A turn answered wholly from the response
+    shadow run after it, or a smoke test's calls, charged to the agent and experiment only
+    ("judge", "shadow", "smoke": never counted in a user's or key's budget). A turn answered wholly from the response
     cache is a "cache_hit": its tokens as first paid, cost 0, counted only as a request."""
 
     user_id = models.CharField(max_length=255)
@@ -359,3 +359,80 @@ class EvaluationCase(models.Model):
             models.Index(fields=["evaluation", "id"], name="evaluation_cases"),
             models.Index(fields=["user_id"], name="evaluation_cases_of_user"),
         ]
+
+
+class TriggerRun(models.Model):
+    """One firing of a trigger (docs/automation.md). ``slot`` is what fired it once for the
+    whole deployment: the due minute of a schedule, the deployment's start of an on_start
+    trigger (None for a webhook's). The unique (trigger, slot) pair is the lease: of the
+    processes that find a slot due, the one whose insert succeeds runs it."""
+
+    trigger = models.CharField(max_length=255)
+    slot = models.CharField(max_length=64, null=True, blank=True)
+    kind = models.CharField(max_length=16)  # schedule, webhook or on_start
+    agent = models.CharField(max_length=255)
+    user_id = models.CharField(max_length=255)
+    status = models.CharField(max_length=16, default="queued")  # running, done, failed
+    reply = models.TextField(blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    usage = models.JSONField(default=dict)  # prompt_tokens, completion_tokens, total_tokens
+    cost_micro_usd = models.BigIntegerField(null=True, blank=True)
+    delivery = models.CharField(max_length=16, blank=True, default="")  # delivered, failed
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["trigger", "slot"], name="trigger_runs_once_per_slot")
+        ]
+        indexes = [models.Index(fields=["trigger", "id"], name="trigger_runs_by_trigger")]
+
+
+class Deployment(models.Model):
+    """The one row saying since when some gateway process has been alive (``epoch``) and
+    until when the last heartbeat vouches for one (``alive_until``): a process that starts
+    after ``alive_until`` starts the deployment anew (on_start triggers fire)."""
+
+    epoch = models.DateTimeField()
+    alive_until = models.DateTimeField()
+
+
+class AgentTask(models.Model):
+    """A background task an agent dispatched (``dispatch_task``) for its user. A running
+    task's process renews ``heartbeat_at``; one whose heartbeat is older than the lease
+    (its process died) is taken up again, like a queued one."""
+
+    id = models.CharField(max_length=40, primary_key=True)  # task-<hex>
+    user_id = models.CharField(max_length=255)
+    agent = models.CharField(max_length=255)  # the agent that runs it
+    dispatched_by = models.CharField(max_length=255, blank=True, default="")  # the agent
+    message = models.TextField()
+    status = models.CharField(max_length=16, default="queued")  # running, done, failed
+    result = models.TextField(blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    attempts = models.PositiveIntegerField(default=0)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="tasks_to_run")]
+
+
+class SmokeRun(models.Model):
+    """One run of a smoke test: the persona's and the agent's messages, and the judges'
+    scores of the transcript (``{judge: {mean, criteria: {name: {score, reasoning}}}}``)."""
+
+    test = models.CharField(max_length=255)
+    agent = models.CharField(max_length=255)
+    persona = models.CharField(max_length=255)
+    status = models.CharField(max_length=16, default="queued")  # running, done, failed
+    transcript = models.JSONField(default=list)  # [{role: persona|agent, text}]
+    scores = models.JSONField(default=dict)
+    passed = models.BooleanField(null=True, blank=True)  # None: no min_score, or not done
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["test", "id"], name="smoke_runs_by_test")]

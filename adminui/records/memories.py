@@ -52,6 +52,7 @@ class Removed(BaseModel):
     responses: int
     files: int
     mcp_connections: int
+    tasks: int
 
 
 class Erased(BaseModel):

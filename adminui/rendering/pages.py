@@ -23,6 +23,8 @@ _RECORD_PAGES = (
     ("Conversations", "admin:conversations"),
     ("Requests", "admin:requests"),
     ("Memories", "admin:memories"),
+    ("Triggers", "admin:triggers"),
+    ("Smoke tests", "admin:smoke_tests"),
     ("Usage", "admin:usage"),
     ("Spend", "admin:spend"),
     ("API keys", "admin:keys"),

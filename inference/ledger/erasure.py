@@ -21,6 +21,7 @@ from inference.cache.forgetting import purge_entries
 from inference.erasures import erased_id, record_erasure
 from inference.files.storage import remove
 from inference.models import (
+    AgentTask,
     BudgetReservation,
     EvaluationCase,
     JudgeRun,
@@ -33,6 +34,7 @@ from inference.models import (
     StoredMessage,
     StoredResponse,
     ToolExchange,
+    TriggerRun,
 )
 
 logger = logging.getLogger("gateway.ledger")
@@ -60,6 +62,8 @@ def erase_user(user_id: str, files_folder: Path) -> dict[str, int]:
             BudgetReservation.objects.filter(user_id=user_id).delete()
             connections, _ = McpConnection.objects.filter(user_id=user_id).delete()
             EvaluationCase.objects.filter(user_id=user_id).delete()
+            tasks, _ = AgentTask.objects.filter(user_id=user_id).delete()
+            TriggerRun.objects.filter(user_id=user_id).delete()
             digest = erased_id(user_id)
             for kept in (LedgerEntry, JudgeRun, JudgeScore, RequestRecord):
                 kept.objects.filter(user_id=user_id).update(user_id=digest)
@@ -76,6 +80,7 @@ def erase_user(user_id: str, files_folder: Path) -> dict[str, int]:
         "responses": responses,
         "files": len(uploaded),
         "mcp_connections": connections,
+        "tasks": tasks,
     }
 
 

@@ -24,8 +24,11 @@ from inference.neutral.types import Usage
 
 # "turn": billed to the user; "cache_hit": a turn answered wholly from the response cache
 # (a request, nothing spent); the others are charged to the agent (and experiment);
-# "evaluation": a replay of recorded traffic and its judging, to no user at all.
-type ChargeKind = Literal["turn", "cache_hit", "judge", "shadow", "memory", "cache", "evaluation"]
+# "evaluation": a replay of recorded traffic and its judging, to no user at all;
+# "smoke": a smoke test's conversation and judging.
+type ChargeKind = Literal[
+    "turn", "cache_hit", "judge", "shadow", "memory", "cache", "evaluation", "smoke"
+]
 
 
 @dataclass(frozen=True)

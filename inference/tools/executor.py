@@ -1,4 +1,5 @@
-"""Running the agent's own tools: an MCP server's tool, a subagent, or a skill's tool.
+"""Running the agent's own tools: an MCP server's tool, a subagent, a skill's tool, or
+one of the tools of background tasks.
 
 A subagent answers in a fresh conversation under its own preamble and tools, one level
 deeper; an agent at ``MAX_SUBAGENT_DEPTH`` has its subagent calls refused. Whatever goes
@@ -43,6 +44,7 @@ from inference.tools.failure import ToolFailed
 from inference.tools.loop import ToolLoop
 from inference.tools.mcp import McpHub
 from inference.tools.skills import run_skill_tool, skills_prompt
+from inference.tools.tasks import TaskSignal, run_task_tool
 from inference.tools.toolbox import AgentTool, Toolbox, build_toolbox
 
 MAX_SUBAGENT_DEPTH = 4
@@ -54,6 +56,9 @@ class Borrowed(RoutingEngine, Protocol):
 
     @property
     def mcp(self) -> McpHub: ...
+
+    @property
+    def tasks(self) -> TaskSignal: ...
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,16 @@ class ToolExecutor:
                 elif tool.kind == "skill":
                     arguments, config = arguments_object(call.arguments), self.context.config
                     text = await run_skill_tool(tool.name, tool.skills, config, arguments)
+                elif tool.kind == "task":
+                    context = self.context
+                    text = await run_task_tool(
+                        tool.name,
+                        arguments_object(call.arguments),
+                        context.config,
+                        context.user_id,
+                        tool.agent,
+                        context.engine.tasks,
+                    )
                 else:
                     text, usage = await self._subagent(tool.name, call.arguments, span)
             except ToolFailed as failure:

@@ -1,7 +1,7 @@
 """The tools of one conversation with an agent (docs/api.md, "Tools").
 
 The agent's own tools (its MCP servers' tools first, then its subagents, then the two
-tools of its skills) are run by the gateway; the client's tools are returned to the
+tools of its skills, then the two of its background tasks) are run by the gateway; the client's tools are returned to the
 client. All of them reach the model under names its provider accepts; the toolbox
 translates between those names and the tools they stand for.
 """
@@ -18,6 +18,7 @@ from inference.tools.mcp import McpHub
 from inference.tools.mcp_session import McpTool
 from inference.tools.mcp_users import McpUnavailable
 from inference.tools.skills import skill_specs
+from inference.tools.tasks import task_specs
 
 CONNECT_WAIT = 10.0  # seconds a request waits for an MCP server that is just starting
 SUBAGENT_PARAMETERS = {
@@ -29,13 +30,14 @@ SUBAGENT_PARAMETERS = {
 
 @dataclass(frozen=True)
 class AgentTool:
-    """A tool the gateway runs itself: an MCP server's tool, a subagent, or one of the
-    tools of the agent's skills."""
+    """A tool the gateway runs itself: an MCP server's tool, a subagent, one of the
+    tools of the agent's skills, or one of its background tasks' tools."""
 
-    kind: Literal["mcp", "subagent", "skill"]
+    kind: Literal["mcp", "subagent", "skill", "task"]
     name: str  # the MCP tool's, the subagent's or the skill tool's own name
     server: str = ""  # the MCP server, for MCP tools
     skills: tuple[str, ...] = ()  # the skills the agent lists, for skill tools
+    agent: str = ""  # the agent whose tool it is, for task tools (who dispatched)
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,9 @@ async def build_toolbox(
         own.append((spec, AgentTool("subagent", subagent)))
     for spec in skill_specs(agent.skills):
         own.append((spec, AgentTool("skill", spec.name, skills=tuple(agent.skills))))
+    if agent.tasks:
+        for spec in task_specs(config):
+            own.append((spec, AgentTool("task", spec.name, agent=agent.name)))
     taken = {spec.name for spec, _ in own}
     for index, tool in enumerate(client_tools):
         if tool.name in taken:

@@ -1,0 +1,52 @@
+"""What decides, across every process and replica sharing the database, that one of
+them does a thing once: a trigger's run for a slot (a unique row: the first insert wins,
+the others hit the constraint), and the deployment's start (one row, renewed by every
+process's heartbeat). Plain ORM on SQLite and PostgreSQL alike."""
+
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+
+from agents.schema import TriggerConfig
+from inference.models import Deployment, TriggerRun
+
+
+def claim_run(trigger: TriggerConfig, slot: str | None, now: datetime) -> int | None:
+    """A new run of ``trigger`` for ``slot`` (None: a webhook's, never taken), or None
+    when another process has taken the slot."""
+    try:
+        with transaction.atomic():
+            run = TriggerRun.objects.create(
+                trigger=trigger.name,
+                slot=slot,
+                kind=trigger.kind,
+                agent=trigger.agent,
+                user_id=trigger.user,
+                created_at=now,
+            )
+    except IntegrityError:
+        return None
+    return run.id
+
+
+def join_deployment(now: datetime, lease: float) -> datetime:
+    """The deployment's start (its epoch): a new one when no process's heartbeat vouches
+    for a live deployment (they all stopped more than ``lease`` seconds ago), else the
+    one this process joins."""
+    Deployment.objects.get_or_create(
+        id=1, defaults={"epoch": now, "alive_until": now - timedelta(seconds=1)}
+    )
+    with transaction.atomic():
+        row = Deployment.objects.select_for_update().get(id=1)
+        if row.alive_until < now:
+            row.epoch = now
+        row.alive_until = max(row.alive_until, now + timedelta(seconds=lease))
+        row.save()
+        return row.epoch
+
+
+def heartbeat(now: datetime, lease: float) -> None:
+    """This process is alive: the deployment is, for ``lease`` seconds more."""
+    Deployment.objects.filter(id=1, alive_until__lt=now + timedelta(seconds=lease)).update(
+        alive_until=now + timedelta(seconds=lease)
+    )

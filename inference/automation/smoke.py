@@ -1,0 +1,187 @@
+"""Smoke tests (docs/automation.md): the ``persona`` agent plays the user, starting with
+``opening``, for ``turns`` exchanges with ``agent``; then each judge scores the whole
+transcript, one score per criterion, and a run passes when every judge's mean score
+(over its criteria) is at least ``min_score``.
+
+Neither side has a real user's history: each conversation is the transcript alone, and
+what both sides and the judges spend is charged to the tested agent (ledger kind
+``smoke``), never to a user's budget.
+"""
+
+import json
+import logging
+import uuid
+from typing import Any
+
+from django.utils import timezone
+
+from agents.schema import AgentConfig, Config, JudgeConfig, SmokeTestConfig
+from core.logformat import log_event
+from inference.database import in_database
+from inference.engine import Engine
+from inference.models import SmokeRun
+from inference.money.settlement import Charge, settle
+from inference.neutral.calls import Answerer
+from inference.neutral.errors import ApiError
+from inference.neutral.request import ClientRequest
+from inference.neutral.types import ChatRequest, Message, Usage
+from inference.providers.base import ProviderError
+from inference.routing.deployments import route_of
+from inference.structured.instruction import structured_output_instruction
+from inference.tools.bounds import TurnBounds
+from inference.tools.executor import CallContext, tool_loop
+from inference.tools.toolbox import Toolbox
+from inference.turn.judges import verdict_format
+from inference.turn.options import parse_options
+from inference.turn.preparation import Setting, agent_call
+
+logger = logging.getLogger("gateway.automation")
+
+
+def queue_run(test: SmokeTestConfig) -> int:
+    return SmokeRun.objects.create(test=test.name, agent=test.agent, persona=test.persona).id
+
+
+def _update(run_id: int, **fields: Any) -> None:
+    SmokeRun.objects.filter(id=run_id).update(**fields)
+
+
+class _Charges:
+    """What the run spends, charged to the tested agent as it goes."""
+
+    def __init__(self, test: SmokeTestConfig, run_id: int) -> None:
+        self.test = test
+        self.call_id = f"smoke-{run_id}-{uuid.uuid4().hex[:8]}"
+        self.user_id = f"smoke:{test.name}"  # no real user: nothing of theirs is read
+
+    async def charge(self, usage: Usage, answered_by: Answerer | None) -> None:
+        if not usage.total_tokens:
+            return
+        charge = Charge(
+            kind="smoke",
+            user_id=self.user_id,
+            agent=self.test.agent,
+            call_id=self.call_id,
+            usage=usage,
+            answered_by=answered_by,
+        )
+        await in_database(settle, [charge])
+
+
+async def run_smoke_test(
+    test: SmokeTestConfig, run_id: int, config: Config, engine: Engine
+) -> dict[str, Any]:
+    """Run a queued run to its end and record it; the run as the admin shows it."""
+    await in_database(_update, run_id, status="running")
+    charges = _Charges(test, run_id)
+    transcript: list[dict[str, str]] = [{"role": "persona", "text": test.opening}]
+    fields: dict[str, Any] = {}
+    try:
+        agent, persona = _agent(config, test.agent), _agent(config, test.persona)
+        for exchange in range(test.turns):
+            reply = await _answer(agent, transcript, "persona", config, engine, charges)
+            transcript.append({"role": "agent", "text": reply})
+            await in_database(_update, run_id, transcript=transcript)
+            if exchange < test.turns - 1:
+                line = await _answer(persona, transcript, "agent", config, engine, charges)
+                transcript.append({"role": "persona", "text": line})
+        scores: dict[str, Any] = {}
+        for name in test.judges:
+            judge = config.judge(name)
+            if judge is None:
+                raise ApiError(404, f"judge '{name}' is not configured any more")
+            scores[name] = await _judge(judge, test, transcript, config, engine, charges)
+        passed = None
+        if test.min_score is not None:
+            passed = all(score["mean"] >= test.min_score for score in scores.values())
+        fields = {"status": "done", "scores": scores, "passed": passed}
+    except (ApiError, ProviderError) as error:
+        fields = {"status": "failed", "error": error.message}
+    except Exception as error:
+        logger.exception("smoke test %s failed", test.name)
+        fields = {"status": "failed", "error": f"internal error: {type(error).__name__}"}
+    fields["transcript"] = transcript
+    await in_database(_update, run_id, finished_at=timezone.now(), **fields)
+    log_event(
+        logger, "smoke_test_ran", test=test.name, run=run_id, status=fields["status"],
+        passed=fields.get("passed"), error=fields.get("error", ""),
+    )  # fmt: skip
+    return {"id": run_id, "scores": {}, "error": "", "passed": None, **fields}
+
+
+def _agent(config: Config, name: str) -> AgentConfig:
+    agent = config.agent(name)
+    if agent is None:
+        raise ApiError(404, f"agent '{name}' is not configured any more")
+    return agent
+
+
+async def _answer(
+    agent: AgentConfig,
+    transcript: list[dict[str, str]],
+    user_role: str,
+    config: Config,
+    engine: Engine,
+    charges: _Charges,
+) -> str:
+    """``agent``'s next line, where the lines of ``user_role`` are the user's."""
+    messages = tuple(
+        Message(role="user" if line["role"] == user_role else "assistant", content=line["text"])
+        for line in transcript
+    )
+    client = ClientRequest(model=agent.name, system=(), messages=messages)
+    setting = Setting(client, parse_options(None), (), {})
+    call = await agent_call(agent, setting, charges.user_id, config, engine)
+    context = CallContext(config, engine, charges.user_id, TurnBounds(config.limits))
+    loop = tool_loop(context, call.route, call.toolbox, call.request.response_format)
+    try:
+        answer = await loop.complete(call.request)
+    except ProviderError as error:
+        await charges.charge(error.usage, loop.outcome.answered_by)
+        raise
+    await charges.charge(loop.spent, loop.outcome.answered_by)
+    return answer.text
+
+
+async def _judge(
+    judge: JudgeConfig,
+    test: SmokeTestConfig,
+    transcript: list[dict[str, str]],
+    config: Config,
+    engine: Engine,
+    charges: _Charges,
+) -> dict[str, Any]:
+    response_format = verdict_format(judge)
+    rubric = "\n".join(f"- {criterion}: {text}" for criterion, text in judge.rubrics.items())
+    system = (
+        "You are an impartial judge of a conversation between a user and an AI assistant "
+        "(the 'agent'). For each criterion below, give an integer score from 0 (worst) to 10 "
+        f"(best) and one sentence of reasoning.\n\nCriteria:\n{rubric}\n\n"
+        f"{structured_output_instruction(response_format)}"
+    )
+    quoted = json.dumps(
+        [{"speaker": "user" if line["role"] == "persona" else "agent", "text": line["text"]}
+         for line in transcript],
+        ensure_ascii=False,
+    )  # fmt: skip
+    request = ChatRequest(
+        model=judge.model,
+        system=system,
+        messages=(Message(role="user", content=f"The conversation, as JSON:\n{quoted}"),),
+        response_format=response_format,
+    )
+    context = CallContext(config, engine, charges.user_id, TurnBounds(config.limits))
+    loop = tool_loop(context, route_of(judge), Toolbox(), response_format)
+    try:
+        answer = await loop.complete(request)
+    except ProviderError as error:
+        await charges.charge(error.usage, loop.outcome.answered_by)
+        raise
+    await charges.charge(answer.usage, loop.outcome.answered_by)
+    verdict = json.loads(answer.text)
+    criteria = {
+        name: {"score": verdict[name]["score"], "reasoning": verdict[name]["reasoning"]}
+        for name in judge.rubrics
+    }
+    mean = sum(item["score"] for item in criteria.values()) / len(criteria)
+    return {"mean": mean, "criteria": criteria}
