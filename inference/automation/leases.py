@@ -8,7 +8,10 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 
 from agents.schema import TriggerConfig
-from inference.models import Deployment, TriggerRun
+from inference.models import Deployment, SmokeRun, TriggerRun
+
+# What a run left unfinished when every process stopped says.
+STOPPED = "the gateway stopped before the run ended"
 
 
 def claim_run(trigger: TriggerConfig, slot: str | None, now: datetime) -> int | None:
@@ -32,7 +35,8 @@ def claim_run(trigger: TriggerConfig, slot: str | None, now: datetime) -> int | 
 def join_deployment(now: datetime, lease: float) -> datetime:
     """The deployment's start (its epoch): a new one when no process's heartbeat vouches
     for a live deployment (they all stopped more than ``lease`` seconds ago), else the
-    one this process joins."""
+    one this process joins. A new start fails the trigger and smoke-test runs the last
+    one left queued or running: no process is left to end them."""
     Deployment.objects.get_or_create(
         id=1, defaults={"epoch": now, "alive_until": now - timedelta(seconds=1)}
     )
@@ -40,6 +44,10 @@ def join_deployment(now: datetime, lease: float) -> datetime:
         row = Deployment.objects.select_for_update().get(id=1)
         if row.alive_until < now:
             row.epoch = now
+            for unfinished in (TriggerRun, SmokeRun):
+                unfinished.objects.filter(
+                    status__in=("queued", "running"), created_at__lt=now
+                ).update(status="failed", error=STOPPED, finished_at=now)
         row.alive_until = max(row.alive_until, now + timedelta(seconds=lease))
         row.save()
         return row.epoch

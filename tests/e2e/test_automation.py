@@ -10,6 +10,7 @@ import itertools
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -94,6 +95,9 @@ triggers:
     webhook: {{secret: {HOOK_SECRET}}}
     deliver: {{url: '{receiver.url}', secret: {DELIVER_SECRET}}}
   - {{name: yearly, agent: hooked, user: ops, message: hi, schedule: "0 0 1 1 *"}}
+  - {{name: broke, agent: hooked, user: broke, message: hi, webhook: {{secret: {HOOK_SECRET}}}}}
+budgets:
+  users: {{broke: {{tokens_per_day: 0}}}}
 smoke_tests:
   - {{name: kind, agent: support, persona: customer, opening: My order is late., turns: 2, judges: [quality], min_score: 5}}
   - {{name: edge, agent: support, persona: customer, opening: Hello, turns: 1, judges: [quality], min_score: 7}}
@@ -204,6 +208,82 @@ def test_a_signed_webhook_runs_the_agent_and_its_reply_is_delivered_signed_after
     wait_for(lambda: triggers(server)["orders"]["runs"][0]["delivery"] == "delivered", "delivered")
     page = httpx.get(f"{server.url}/admin/triggers", timeout=10)
     assert page.status_code == 200 and "Order 42 from Ada &amp; co arrived" in page.text
+
+
+def test_a_webhook_run_refused_for_budget_is_a_failed_run(
+    server: GatewayServer, fake: FakeUpstream
+) -> None:
+    body = b"{}"
+    response = httpx.post(
+        f"{server.url}/hooks/broke",
+        content=body,
+        headers={"X-Gateway-Signature": sign(HOOK_SECRET, body)},
+        timeout=10,
+    )
+    assert response.status_code == 202, response.text
+    run_id = response.json()["run"]
+
+    def ended() -> dict[str, Any] | None:
+        runs = {run["id"]: run for run in triggers(server)["broke"]["runs"]}
+        run = runs.get(run_id)
+        return run if run is not None and run["status"] != "running" else None
+
+    run = wait_for(ended, "the refused run")
+    assert run["status"] == "failed" and "budget" in run["error"].lower(), run
+    assert run["reply"] == "" and calls_of(fake, "gpt-hook") == []
+
+
+def test_on_start_fires_once_per_start_and_a_new_start_fails_what_the_last_left_running(
+    tmp_path: Path, fake: FakeUpstream
+) -> None:
+    fake.reset()
+    first = threading.Event()
+
+    def first_call(recorded: Recorded) -> bool:
+        if is_model("gpt-start")(recorded) and not first.is_set():
+            first.set()
+            return True
+        return False
+
+    # The first start's turn hangs (the deployment is killed meanwhile); later ones answer.
+    fake.answer_when(first_call, Reply.of_text("never", delay=120))
+    fake.answer_when(is_model("gpt-start"), Reply.of_text("Up and running."))
+    text = provider(fake) + (
+        "agents:\n  - {name: starter, provider: openai, model: gpt-start, history: false}\n"
+        "triggers:\n  - {name: boot, agent: starter, user: ops, message: Started, on_start: true}\n"
+    )
+    gateway = GatewayServer(tmp_path, text, extra_env=FAST).start()
+    try:
+        wait_for(first.is_set, "the first start's run")
+        (running,) = triggers(gateway)["boot"]["runs"]
+        assert running["status"] == "running"
+        gateway.kill()
+        # Every process stopped longer than the lease ago: the next start is a new one.
+        time.sleep(float(FAST["GATEWAY_LEASE_SECONDS"]) + 1)
+        gateway.start()
+
+        def both_ended() -> list[dict[str, Any]] | None:
+            runs = triggers(gateway)["boot"]["runs"]
+            return runs if len(runs) == 2 and runs[0]["status"] == "done" else None
+
+        latest, earlier = wait_for(both_ended, "the second start's run")
+        assert latest["reply"] == "Up and running."
+        assert earlier["id"] == running["id"] and earlier["status"] == "failed"
+        assert earlier["error"] == "the gateway stopped before the run ended"
+        # A second process joining the live deployment fires nothing.
+        (tmp_path / "second").mkdir()
+        joining = GatewayServer(
+            tmp_path / "second", text, extra_env=FAST, database_url=gateway.database_url
+        )
+        joining.start()
+        try:
+            wait_for(lambda: "trigger_slot_taken" in joining.log(), "the second process's look")
+        finally:
+            joining.stop()
+        assert len(triggers(gateway)["boot"]["runs"]) == 2
+        assert len(calls_of(fake, "gpt-start")) == 2
+    finally:
+        gateway.stop()
 
 
 # Background tasks
