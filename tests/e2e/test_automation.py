@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -20,7 +21,9 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from playwright.sync_api import Page, expect
 
+from tests.browser import chromium_page, shot
 from tests.e2e.test_management_commands import manage
 from tests.fakes.base import FakeUpstream, Recorded, Reply
 from tests.polling import wait_for
@@ -429,6 +432,38 @@ def test_a_smoke_test_run_from_the_admin_keeps_its_transcript_and_scores(
     assert kinds == [("smoke", "support")]
     page = httpx.get(f"{server.url}/admin/smoke-tests", timeout=10)
     assert page.status_code == 200 and "Where is it now?" in page.text
+
+
+@pytest.fixture
+def page() -> Iterator[Page]:
+    with chromium_page() as page:
+        yield page
+
+
+def test_the_pages_list_triggers_and_run_a_smoke_test_to_its_transcript(
+    page: Page, server: GatewayServer, fake: FakeUpstream
+) -> None:
+    fake.answer_when(is_model("gpt-support"), Reply.of_text("It ships today.", delay=1.0))
+    page.goto(f"{server.url}/admin/")
+    page.get_by_role("navigation").get_by_role("link", name="Triggers").click()
+    expect(page.locator("main")).to_contain_text("orders")
+    expect(page.locator("main")).to_contain_text("yearly")
+    shot(page, "triggers")
+
+    page.get_by_role("navigation").get_by_role("link", name="Smoke tests").click()
+    section = page.locator("[data-smoke-test=edge]")
+    before = section.locator("details.smoke-run").count()
+    section.get_by_role("button", name="Run now").click()
+
+    expect(page).to_have_url(re.compile(r"/admin/smoke-tests$"))
+    section = page.locator("[data-smoke-test=edge]")
+    expect(section.locator("details.smoke-run")).to_have_count(before + 1)
+    newest = section.locator("details.smoke-run").first
+    # The page follows the run while it is under way, with no reload.
+    expect(newest.locator("summary")).to_contain_text("done", timeout=20_000)
+    expect(newest.locator(".transcript")).to_contain_text("It ships today.")
+    expect(newest.locator("table.scores")).to_contain_text("Useful.")
+    shot(page, "smoke-test-run")
 
 
 @pytest.mark.parametrize(("name", "code"), [("kind", 0), ("edge", 0), ("strict", 1)])
