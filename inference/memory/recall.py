@@ -12,7 +12,7 @@ from django.utils import timezone
 from agents.schema import AgentConfig, Config
 from inference.database import in_database
 from inference.engine import Engine
-from inference.memory.store import shelf
+from inference.memory.store import Shelf, shelf
 from inference.money.settlement import settle
 from inference.neutral.tokens import estimate_tokens
 from inference.routing.embedding import embed, embedding_charge
@@ -44,17 +44,20 @@ async def recall(
     config: Config,
     engine: Engine,
     span: Span = NO_SPAN,
+    held: Shelf | None = None,
 ) -> Recall:
     """Up to ``memory.recall`` memories of ``agent`` about the user, most similar to
     ``text`` first, while they fit ``memory.max_tokens``. The query's embedding is
-    charged to the agent, outside the user's budget."""
+    charged to the agent, outside the user's budget. ``held``: the memories, when the
+    turn's first database read took them."""
     memory = agent.memory
     embedder = config.embedder(memory.embedder) if memory is not None else None
     if memory is None or embedder is None or not text.strip():
         return Recall()
     started = timezone.now()
     try:
-        held = await in_database(shelf, user_id, agent.name, embedder.name)
+        if held is None:
+            held = await in_database(shelf, user_id, agent.name, embedder.name)
         if not held.ids:
             return Recall()  # nothing to recall: no embedding call
         embedded = await embed(config, engine, embedder, [text], purpose="query", span=span)
