@@ -84,10 +84,29 @@ def json_response(body: dict[str, Any]) -> HttpResponse:
     return HttpResponse(fastjson.dumps(body), content_type="application/json")
 
 
+class EventStream(StreamingHttpResponse):
+    """A stream whose frames are bytes already, handed on as they are. Django reads a
+    stream's content through a new generator that makes each part bytes every time it is
+    read (by each middleware that wraps it, then by the handler), and the handler through
+    one more: three generators more that every event of a stream went through."""
+
+    @property
+    def streaming_content(self) -> AsyncIterator[bytes]:
+        return self._frames
+
+    @streaming_content.setter
+    def streaming_content(self, frames: AsyncIterator[bytes]) -> None:
+        self._frames = frames
+        self.is_async = True
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._frames
+
+
 def event_stream(
     frames: AsyncIterator[bytes], content_type: str = "text/event-stream"
 ) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(frames, content_type=content_type)
+    response = EventStream(frames, content_type=content_type)
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response

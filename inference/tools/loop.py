@@ -143,15 +143,19 @@ class ToolLoop:
         prompt = estimate_tokens(_prompt_text(request))
         return self.calls.priced(Usage(prompt, estimate_tokens("".join(round_.text))))
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """The final answer's text and client tool calls, as events (then see ``answer``)."""
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """The final answer's text and client tool calls, as events (then see ``answer``).
+        A relayed round is returned as it is, not through another generator: each layer
+        of them is a step more for every event."""
+        if self.response_format is None and not self.toolbox.agent_tools:
+            return self._relayed(request)
+        return self._held(request)
+
+    async def _held(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """The final answer, once validated or once the agent's own tool rounds are done."""
         if self.response_format is not None:
             final = await self.complete(request)  # validated before anything is sent
             for event in replayed(final):
-                yield event
-            return
-        if not self.toolbox.agent_tools:
-            async for event in self._relayed(request):
                 yield event
             return
         while True:

@@ -58,19 +58,21 @@ class ChatCompletionFrames:
 
     def __init__(self, header: ReplyHeader) -> None:
         self.header = header
+        # Every chunk opens with the same envelope: encoded once, not for every event.
+        self._opening = b"data: " + fastjson.dumps(_envelope(header))[:-1] + b',"choices":['
 
     async def frames(self, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
         """SSE frames: the role, content and tool-call deltas, the finish, the usage (when
         asked for) and ``[DONE]``."""
         header = self.header
-        yield _frame(_chunk(header, {"role": "assistant", "content": ""}))
+        yield self._chunk({"role": "assistant", "content": ""})
         async for event in events:
             if isinstance(event, TextDelta):
-                yield _frame(_chunk(header, {"content": event.text}, logprobs=event.logprobs))
+                yield self._chunk({"content": event.text}, logprobs=event.logprobs)
             elif isinstance(event, ToolCallDelta):
-                yield _frame(_chunk(header, {"tool_calls": [_tool_call_delta(event)]}))
+                yield self._chunk({"tool_calls": [_tool_call_delta(event)]})
             elif isinstance(event, Finish):
-                yield _frame(_chunk(header, {}, finish_reason=event.reason))
+                yield self._chunk({}, finish_reason=event.reason)
             elif isinstance(event, UsageReport) and header.include_usage:
                 usage = usage_body(event.usage)
                 yield _frame({**_envelope(header), "choices": [], "usage": usage})
@@ -79,6 +81,13 @@ class ChatCompletionFrames:
     def failed(self, error: ApiError) -> bytes:
         """The error object as a last frame (the status line is long gone)."""
         return _frame(openai_error(error)[1])
+
+    def _chunk(
+        self, delta: dict[str, Any], finish_reason: str | None = None, logprobs: Any = None
+    ) -> bytes:
+        """The frame of a ``chat.completion.chunk`` with one choice."""
+        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": logprobs}
+        return self._opening + fastjson.dumps(choice) + b"]}\n\n"
 
 
 def usage_body(usage: Usage) -> dict[str, Any]:
@@ -135,16 +144,6 @@ def _envelope(header: ReplyHeader) -> dict[str, Any]:
         "created": header.created,
         "model": header.model,
     }
-
-
-def _chunk(
-    header: ReplyHeader,
-    delta: dict[str, Any],
-    finish_reason: str | None = None,
-    logprobs: Any = None,
-) -> dict[str, Any]:
-    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": logprobs}
-    return {**_envelope(header), "choices": [choice]}
 
 
 def _frame(payload: dict[str, Any]) -> bytes:
