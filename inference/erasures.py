@@ -13,7 +13,7 @@ transactions take the database's write lock, which serializes them already.
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db import connection
 
@@ -42,18 +42,31 @@ class Erasures:
 
 
 def erasures_of(users: Iterable[str]) -> Erasures:
-    """The latest erasure of each of ``users`` (inside the writer's transaction)."""
+    """The latest erasure of each of ``users`` (inside the writer's transaction).
+
+    Every request's records ask this, and almost always of a table with no row for the
+    user: the statement is written out, because building it with the ORM cost about 5
+    times what SQLite spends answering it."""
     digests = {erased_id(user): user for user in users}
     if not digests:
         return Erasures({})
     _lock(sorted(digests), shared=True)
-    latest: dict[str, datetime] = {}
-    for digest, erased_at in Erasure.objects.filter(digest__in=digests).values_list(
-        "digest", "erased_at"
-    ):
-        user = digests[digest]
-        latest[user] = max(erased_at, latest.get(user, erased_at))
-    return Erasures(latest)
+    table = connection.ops.quote_name(Erasure._meta.db_table)
+    marks = ", ".join(["%s"] * len(digests))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT digest, MAX(erased_at) FROM {table} WHERE digest IN ({marks}) GROUP BY digest",
+            list(digests),
+        )
+        found = cursor.fetchall()
+    return Erasures({digests[digest]: _aware(erased_at) for digest, erased_at in found})
+
+
+def _aware(moment: datetime | str) -> datetime:
+    """A time as the database driver gave it (SQLite's driver: an ISO string, in UTC)."""
+    if isinstance(moment, datetime):
+        return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return datetime.fromisoformat(moment).replace(tzinfo=UTC)
 
 
 def record_erasure(user_id: str, now: datetime) -> None:
