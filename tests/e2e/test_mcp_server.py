@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.fakes.base import FakeUpstream, Reply
-from tests.mcp_servers import start_http_greeter
+from tests.mcp_servers import http_greeter
 from tests.polling import wait_for
 from tests.server import GatewayServer, free_port
 from tests.upstreams import fake_base_url
@@ -25,11 +25,8 @@ JSON = {"Accept": "application/json"}
 
 @pytest.fixture(scope="module")
 def greeter() -> Iterator[int]:
-    port = free_port()
-    process = start_http_greeter(port)
-    yield port
-    process.terminate()
-    process.wait()
+    with http_greeter(free_port()) as port:
+        yield port
 
 
 @pytest.fixture(scope="module")

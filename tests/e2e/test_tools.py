@@ -19,7 +19,7 @@ from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageParam
 
 from tests.fakes.base import FakeUpstream, Reply
 from tests.fakes.gemini_upstream import thought_signature
-from tests.mcp_servers import GREETER, start_http_greeter
+from tests.mcp_servers import GREETER, http_greeter, start_http_greeter
 from tests.polling import wait_for
 from tests.server import GatewayServer, free_port
 from tests.upstreams import FAKE_CLASSES, api_key_of, fake_base_url, sent_tool_calls_and_results
@@ -300,11 +300,8 @@ def test_anthropic_thinking_goes_back_with_a_client_tool_round(
 
 @pytest.fixture(scope="module")
 def web_greeter() -> Iterator[int]:
-    port = free_port()
-    process = start_http_greeter(port)
-    yield port
-    process.terminate()
-    process.wait()
+    with http_greeter(free_port()) as port:
+        yield port
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import pytest
 
 from tests.browser import chromium_page, shot
 from tests.fakes.base import FakeUpstream, Recorded, Reply
-from tests.mcp_servers import start_http_greeter
+from tests.mcp_servers import http_greeter
 from tests.otlp import Collector, ReceivedSpan
 from tests.polling import wait_for
 from tests.server import GatewayServer, free_port
@@ -40,11 +40,8 @@ def collector() -> Iterator[Collector]:
 
 @pytest.fixture(scope="module")
 def web_greeter() -> Iterator[int]:
-    port = free_port()
-    process = start_http_greeter(port)
-    yield port
-    process.terminate()
-    process.wait()
+    with http_greeter(free_port()) as port:
+        yield port
 
 
 def config_text(

@@ -4,6 +4,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 GREETER = Path(__file__).resolve().parent / "greeter.py"
@@ -24,3 +26,14 @@ def start_http_greeter(port: int) -> subprocess.Popen[bytes]:
         time.sleep(0.1)
     process.kill()
     raise RuntimeError(f"nothing listens on {port}")
+
+
+@contextmanager
+def http_greeter(port: int) -> Iterator[int]:
+    """The greeter on ``port`` for the block (``port``), stopped after it."""
+    process = start_http_greeter(port)
+    try:
+        yield port
+    finally:
+        process.terminate()
+        process.wait()
