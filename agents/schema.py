@@ -6,17 +6,13 @@ validation. Rules that involve more than one field live in ``agents.validation``
 """
 
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 from pydantic_core import PydanticCustomError
 
 from agents.skills.catalog import Skill, SkillCatalog
-
-# The one list of provider kinds: the provider registry and the test fakes are checked
-# against it by a test.
-ProviderKind = Literal["anthropic", "cohere", "deepseek", "gemini", "groq", "openai"]
-PROVIDER_KINDS: tuple[str, ...] = get_args(ProviderKind)
+from core.providerkinds import ProviderKindName
 
 
 class Section(BaseModel):
@@ -57,7 +53,7 @@ class CircuitConfig(Finite):
 
 
 class ProviderConfig(Section):
-    kind: ProviderKind | None = Field(
+    kind: ProviderKindName | None = Field(
         default=None, description="Our extension: the wire format; defaults to the name."
     )
     api_key: str = ""
@@ -310,6 +306,17 @@ class LimitsConfig(Section):
     )
     tasks_concurrency: int = Field(
         default=4, ge=1, description="Background tasks one process runs at once."
+    )
+    max_tasks_per_turn: int = Field(
+        default=8, ge=0, description="Tasks one turn may dispatch, subagents included."
+    )
+    max_task_depth: int = Field(
+        default=2,
+        ge=0,
+        description="Levels of tasks: 1, the tasks of a turn dispatch none; 2, theirs dispatch none.",
+    )
+    max_task_attempts: int = Field(
+        default=3, ge=1, description="Times a task is taken up before it fails as interrupted."
     )
 
 

@@ -13,7 +13,6 @@ from croniter import croniter
 from django.template import Engine, TemplateSyntaxError
 
 from agents.schema import (
-    PROVIDER_KINDS,
     AgentConfig,
     AuthScope,
     Config,
@@ -22,6 +21,7 @@ from agents.schema import (
     JudgeConfig,
     McpOAuthConfig,
 )
+from core.providerkinds import EMBEDDING_KINDS, KIND_NAMES
 
 
 def cross_validate(config: Config) -> list[str]:
@@ -102,11 +102,11 @@ def _check_names(config: Config) -> Iterator[str]:
 
 
 def _check_providers(config: Config) -> Iterator[str]:
-    kinds = ", ".join(PROVIDER_KINDS)
+    kinds = ", ".join(KIND_NAMES)
     for name, provider in config.providers.items():
         if not NAME_PATTERN.fullmatch(name):
             yield f"providers.{name}: {name!r} is not a valid name ({_NAME_RULE})"
-        elif provider.kind is None and name not in PROVIDER_KINDS:
+        elif provider.kind is None and name not in KIND_NAMES:
             yield (
                 f"providers.{name}: '{name}' is not a provider kind, so the provider needs "
                 f"kind: (one of {kinds})"
@@ -382,10 +382,6 @@ def _check_auth(config: Config) -> Iterator[str]:
             for field in _REQUIRED_AUTH_FIELDS[method]:
                 if not getattr(settings, field).strip():
                     yield f"{path}.{method}.{field}: must not be blank"
-
-
-# The provider kinds that serve embeddings, and where (inference.providers).
-EMBEDDING_KINDS = ("openai", "groq", "deepseek", "gemini", "cohere")
 
 
 def _check_memory(config: Config) -> Iterator[str]:

@@ -1,9 +1,11 @@
 """Every log line the process writes is one JSON object (requests, config reloads, the
 server's own messages and tracebacks alike), so log shippers never meet a stray line."""
 
+import asyncio
 import json
 import logging
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -62,3 +64,14 @@ def log_stray_output() -> None:
         )
 
     threading.excepthook = log_thread_exception
+
+
+def log_failure(logger: logging.Logger, what: str) -> Callable[[asyncio.Future[Any]], None]:
+    """A done-callback for work nobody waits for (a record queued to the writer): it
+    logs the future's error, naming ``what`` could not be written."""
+
+    def logged(done: asyncio.Future[Any]) -> None:
+        if not done.cancelled() and (error := done.exception()) is not None:
+            logger.error("could not write %s", what, exc_info=error)
+
+    return logged

@@ -7,7 +7,7 @@ a failing task is logged and never reaches a client.
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from core.afterresponse import responses_in_progress
@@ -50,3 +50,11 @@ class BackgroundTasks:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             logger.error("background task %s failed", task.get_name(), exc_info=task.exception())
+
+
+async def releasing(work: Coroutine[Any, Any, None], release: Callable[[], None]) -> None:
+    """Run ``work``, then ``release`` (what held the request's trace open for it)."""
+    try:
+        await work
+    finally:
+        release()

@@ -18,7 +18,7 @@ from inference.providers.registry import ProviderClients
 from inference.routing.circuits import Circuits
 from inference.telemetry.tracing import TRACING
 from inference.tools.mcp import McpHub
-from inference.tools.tasks import TaskSignal
+from inference.tools.signal import TaskSignal
 
 
 class Engine:

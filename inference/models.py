@@ -132,15 +132,18 @@ class JudgeScore(models.Model):
 
 
 class BudgetReservation(models.Model):
-    """Tokens set aside for a capped request while it runs: the budget check
-    counts them with the ledger, so concurrent requests cannot all pass one check. The
-    request's ledger row replaces it when the call ends; one a crashed process left
-    behind stops counting at ``expires_at``."""
+    """Tokens and cost set aside for one model call of a limited caller
+    (``inference.money.admission``): its estimate while it runs, then what it spent until
+    its work's ledger row replaces it. Admission counts them with the ledger, so
+    concurrent calls cannot all pass one check; one a crashed process left behind stops
+    counting at ``expires_at``."""
 
     user_id = models.CharField(max_length=255)
     tokens = models.BigIntegerField()
     micro_usd = models.BigIntegerField(default=0, db_default=0)  # its estimated cost
     api_key_id = models.IntegerField(null=True, blank=True)  # the key it is held against
+    # The first call of a request: it counts for the key's requests per minute.
+    request = models.BooleanField(default=True, db_default=True)
     expires_at = models.DateTimeField()
 
     class Meta:
@@ -398,9 +401,10 @@ class Deployment(models.Model):
 
 
 class AgentTask(models.Model):
-    """A background task an agent dispatched (``dispatch_task``) for its user. A running
+    """A background task an agent dispatched (``dispatch_task``) for its caller. A running
     task's process renews ``heartbeat_at``; one whose heartbeat is older than the lease
-    (its process died) is taken up again, like a queued one."""
+    (its process died) is taken up again, like a queued one, at most
+    ``limits.max_task_attempts`` times in all."""
 
     id = models.CharField(max_length=40, primary_key=True)  # task-<hex>
     user_id = models.CharField(max_length=255)
@@ -414,6 +418,10 @@ class AgentTask(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Its caller, besides the user: the minted key whose limits it runs under (None: no
+    # key), and how deep in tasks it is (1: dispatched by a request's turn).
+    api_key_id = models.IntegerField(null=True, blank=True)
+    depth = models.PositiveSmallIntegerField(default=1, db_default=1)
 
     class Meta:
         indexes = [models.Index(fields=["status", "heartbeat_at"], name="tasks_to_run")]

@@ -14,8 +14,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from agents.resources import AGENTS, EXPERIMENTS, JUDGES, MCP, PROVIDERS, Resource
-from agents.schema import PROVIDER_KINDS
 from agents.yamldoc import describe_yaml_error, parse
+from core.providerkinds import KIND_NAMES
 
 
 class NamesField(forms.MultipleChoiceField):
@@ -252,7 +252,7 @@ class ProviderForm(ResourceForm):
     )
     kind = forms.ChoiceField(
         required=False,
-        choices=[("", "— the name —")] + [(kind, kind) for kind in PROVIDER_KINDS],
+        choices=[("", "— the name —")] + [(kind, kind) for kind in KIND_NAMES],
         help_text="The wire format; leave it for a provider named after its kind.",
     )
     api_key = _text(

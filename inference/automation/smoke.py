@@ -11,26 +11,24 @@ what both sides and the judges spend is charged to the tested agent (ledger kind
 import json
 import logging
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.utils import timezone
 
 from agents.schema import AgentConfig, Config, JudgeConfig, SmokeTestConfig
 from core.logformat import log_event
+from inference.calls.asking import Asked, Billing, ask
 from inference.database import in_database
 from inference.engine import Engine
 from inference.models import SmokeRun
-from inference.money.settlement import Charge, settle
-from inference.neutral.calls import Answerer
+from inference.money.caller import Caller
 from inference.neutral.errors import ApiError
 from inference.neutral.request import ClientRequest
-from inference.neutral.types import ChatRequest, Message, Usage
+from inference.neutral.types import ChatRequest, Message
 from inference.providers.base import ProviderError
 from inference.routing.deployments import route_of
 from inference.structured.instruction import structured_output_instruction
-from inference.tools.bounds import TurnBounds
-from inference.tools.executor import CallContext, tool_loop
-from inference.tools.toolbox import Toolbox
 from inference.turn.judges import verdict_format
 from inference.turn.options import parse_options
 from inference.turn.preparation import Setting, agent_call
@@ -46,26 +44,24 @@ def _update(run_id: int, **fields: Any) -> None:
     SmokeRun.objects.filter(id=run_id).update(**fields)
 
 
-class _Charges:
-    """What the run spends, charged to the tested agent as it goes."""
+@dataclass(frozen=True)
+class _Run:
+    """Who the run's calls are for (no real user: nothing of theirs is read), and whom
+    they are charged to (the tested agent), as they go."""
 
-    def __init__(self, test: SmokeTestConfig, run_id: int) -> None:
-        self.test = test
-        self.call_id = f"smoke-{run_id}-{uuid.uuid4().hex[:8]}"
-        self.user_id = f"smoke:{test.name}"  # no real user: nothing of theirs is read
+    caller: Caller
+    billing: Billing
 
-    async def charge(self, usage: Usage, answered_by: Answerer | None) -> None:
-        if not usage.total_tokens:
-            return
-        charge = Charge(
-            kind="smoke",
-            user_id=self.user_id,
-            agent=self.test.agent,
-            call_id=self.call_id,
-            usage=usage,
-            answered_by=answered_by,
-        )
-        await in_database(settle, [charge])
+
+def _run_of(test: SmokeTestConfig, run_id: int) -> _Run:
+    caller = Caller(f"smoke:{test.name}", purpose="smoke")
+    return _Run(caller, Billing(test.agent, f"smoke-{run_id}-{uuid.uuid4().hex[:8]}"))
+
+
+def _answered(asked: Asked) -> str:
+    if asked.text is None:
+        raise ProviderError(502, asked.error, code=asked.code or "upstream_error")
+    return asked.text
 
 
 async def run_smoke_test(
@@ -73,7 +69,7 @@ async def run_smoke_test(
 ) -> dict[str, Any]:
     """Run a queued run to its end and record it; the run as the admin shows it."""
     await in_database(_update, run_id, status="running")
-    charges = _Charges(test, run_id)
+    charges = _run_of(test, run_id)
     transcript: list[dict[str, str]] = [{"role": "persona", "text": test.opening}]
     fields: dict[str, Any] = {}
     try:
@@ -122,7 +118,7 @@ async def _answer(
     user_role: str,
     config: Config,
     engine: Engine,
-    charges: _Charges,
+    charges: _Run,
 ) -> str:
     """``agent``'s next line, where the lines of ``user_role`` are the user's."""
     messages = tuple(
@@ -131,16 +127,12 @@ async def _answer(
     )
     client = ClientRequest(model=agent.name, system=(), messages=messages)
     setting = Setting(client, parse_options(None), (), {})
-    call = await agent_call(agent, setting, charges.user_id, config, engine)
-    context = CallContext(config, engine, charges.user_id, TurnBounds(config.limits))
-    loop = tool_loop(context, call.route, call.toolbox, call.request.response_format)
-    try:
-        answer = await loop.complete(call.request)
-    except ProviderError as error:
-        await charges.charge(error.usage, loop.outcome.answered_by)
-        raise
-    await charges.charge(loop.spent, loop.outcome.answered_by)
-    return answer.text
+    caller = charges.caller
+    call = await agent_call(agent, setting, caller.user_id, config, engine)
+    asked = await ask(
+        caller, config, engine, call.route, call.request, charges.billing, toolbox=call.toolbox
+    )
+    return _answered(asked)
 
 
 async def _judge(
@@ -149,7 +141,7 @@ async def _judge(
     transcript: list[dict[str, str]],
     config: Config,
     engine: Engine,
-    charges: _Charges,
+    charges: _Run,
 ) -> dict[str, Any]:
     response_format = verdict_format(judge)
     rubric = "\n".join(f"- {criterion}: {text}" for criterion, text in judge.rubrics.items())
@@ -170,15 +162,8 @@ async def _judge(
         messages=(Message(role="user", content=f"The conversation, as JSON:\n{quoted}"),),
         response_format=response_format,
     )
-    context = CallContext(config, engine, charges.user_id, TurnBounds(config.limits))
-    loop = tool_loop(context, route_of(judge), Toolbox(), response_format)
-    try:
-        answer = await loop.complete(request)
-    except ProviderError as error:
-        await charges.charge(error.usage, loop.outcome.answered_by)
-        raise
-    await charges.charge(answer.usage, loop.outcome.answered_by)
-    verdict = json.loads(answer.text)
+    asked = await ask(charges.caller, config, engine, route_of(judge), request, charges.billing)
+    verdict = json.loads(_answered(asked))
     criteria = {
         name: {"score": verdict[name]["score"], "reasoning": verdict[name]["reasoning"]}
         for name in judge.rubrics

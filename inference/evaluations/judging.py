@@ -3,15 +3,14 @@ verdict format (``inference.turn.judges``) and the structured-output loop, but n
 their records: the evaluation keeps its scores in its own cases."""
 
 import json
-import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from agents.schema import JudgeConfig
-from inference.evaluations.replay import Spoken, elapsed_ms
-from inference.providers.base import ProviderError
+from agents.schema import Config, JudgeConfig
+from inference.calls.asking import Asked, Billing, ask
+from inference.engine import Engine
+from inference.money.caller import Caller
 from inference.routing.deployments import route_of
-from inference.tools.executor import CallContext, tool_loop
-from inference.tools.toolbox import Toolbox
 from inference.turn.judges import judge_request
 
 
@@ -19,26 +18,26 @@ from inference.turn.judges import judge_request
 class Verdict:
     judge: str
     scores: dict[str, int]  # by "judge.criterion"; empty when the judge failed
-    spoken: Spoken
+    asked: Asked
 
 
 async def verdict_on(
-    judge: JudgeConfig, question: str, reply: str, context: CallContext
+    judge: JudgeConfig,
+    question: str,
+    reply: str,
+    caller: Caller,
+    billing: Billing,
+    config: Config,
+    engine: Engine,
+    going_on: Callable[[], Awaitable[None]],
 ) -> Verdict:
     """``judge``'s scores of ``reply`` to ``question``."""
     request = judge_request(judge, question, reply)
-    loop = tool_loop(context, route_of(judge), Toolbox(), request.response_format)
-    started = time.perf_counter()
-    try:
-        answer = await loop.complete(request)
-    except ProviderError as error:
-        failed = Spoken(
-            None, error.message, error.usage, loop.outcome.answered_by, elapsed_ms(started)
-        )
-        return Verdict(judge.name, {}, failed)
-    verdict = json.loads(answer.text)  # validated against the verdict format by the loop
+    asked = await ask(caller, config, engine, route_of(judge), request, billing, going_on=going_on)
+    if asked.text is None:
+        return Verdict(judge.name, {}, asked)
+    verdict = json.loads(asked.text)  # validated against the verdict format by the loop
     scores = {
         f"{judge.name}.{criterion}": verdict[criterion]["score"] for criterion in judge.rubrics
     }
-    spoken = Spoken(answer.text, "", answer.usage, loop.outcome.answered_by, elapsed_ms(started))
-    return Verdict(judge.name, scores, spoken)
+    return Verdict(judge.name, scores, asked)

@@ -25,22 +25,20 @@ from django.utils import timezone
 
 from agents.schema import Config
 from core.logformat import log_event
+from inference.calls.asking import Asked, Billing
 from inference.database import in_database
 from inference.engine import Engine
 from inference.evaluations import records
 from inference.evaluations.cases import RecordedCase
 from inference.evaluations.judging import Verdict, verdict_on
-from inference.evaluations.replay import Spoken, replay
+from inference.evaluations.replay import replay
 from inference.evaluations.spec import Plan
 from inference.evaluations.summary import ORIGINAL
-from inference.money.settlement import Charge, settle
-from inference.neutral.errors import ApiError
-from inference.neutral.types import Usage
+from inference.money.caller import Caller
 from inference.telemetry.genai import agent_attributes, usage_attributes
+from inference.telemetry.names import agent_trace
 from inference.telemetry.spans import Span
-from inference.telemetry.tracing import TRACING
-from inference.tools.bounds import TurnBounds
-from inference.tools.executor import CallContext
+from inference.tools.bounds import TurnStopped
 
 logger = logging.getLogger("gateway.evaluations")
 
@@ -138,7 +136,7 @@ class EvaluationRun:
         original = _judged(judged[ORIGINAL])
         await in_database(records.case_done, self.id, case_id, results, original, timezone.now())
 
-    async def _replay(self, name: str, case_id: int, case: RecordedCase) -> Spoken | None:
+    async def _replay(self, name: str, case_id: int, case: RecordedCase) -> Asked | None:
         """The candidate's reply (None: the evaluation stopped before it began)."""
         agent = self.config.agent(name)
         assert agent is not None, "the plan was checked against this config"
@@ -147,12 +145,21 @@ class EvaluationRun:
                 return None
             with _trace(name, case.user_id) as span:
                 try:
-                    spoken = await replay(agent, case, self._context(case, span), self.engine)
+                    spoken = await replay(
+                        agent,
+                        case,
+                        self._caller(case, span),
+                        self._billing(name, case_id),
+                        self.config,
+                        self.engine,
+                        self._still_running,
+                    )
                 except Exception as error:
                     logger.exception("evaluation %s: %s failed on case %s", self.id, name, case_id)
-                    return Spoken(None, f"internal error: {type(error).__name__}", Usage(), None, 0)
+                    return Asked.refused(
+                        f"internal error: {type(error).__name__}", "internal_error"
+                    )
                 _traced(span, spoken)
-        await self._charge(name, case_id, spoken)
         return spoken
 
     async def _judge(
@@ -167,63 +174,57 @@ class EvaluationRun:
             with _trace(name, case.user_id) as span:
                 try:
                     verdict = await verdict_on(
-                        judge, case.question, reply, self._context(case, span)
+                        judge,
+                        case.question,
+                        reply,
+                        self._caller(case, span),
+                        self._billing(agent, case_id),
+                        self.config,
+                        self.engine,
+                        self._still_running,
                     )
                 except Exception as error:
                     logger.exception(
                         "evaluation %s: judge %s failed on case %s", self.id, name, case_id
                     )
-                    failed = Spoken(
-                        None, f"internal error: {type(error).__name__}", Usage(), None, 0
+                    failed = Asked.refused(
+                        f"internal error: {type(error).__name__}", "internal_error"
                     )
                     return Verdict(name, {}, failed)
-                _traced(span, verdict.spoken)
-        await self._charge(agent, case_id, verdict.spoken)
+                _traced(span, verdict.asked)
         return verdict
 
-    def _context(self, case: RecordedCase, span: Span) -> CallContext:
-        """A conversation's: the case's user (the tools act for them), its own bounds,
-        each later call admitted only while the evaluation runs."""
-        bounds = TurnBounds(self.config.limits, self._admit)
-        return CallContext(self.config, self.engine, case.user_id, bounds, span=span)
+    def _caller(self, case: RecordedCase, span: Span) -> Caller:
+        """A conversation's: the case's user (the tools act for them); billed to no user."""
+        return Caller(case.user_id, purpose="evaluation", span=span)
+
+    def _billing(self, agent: str, case_id: int) -> Billing:
+        return Billing(agent, f"evaluation-{self.id}-{case_id}")
 
     async def _going_on(self) -> bool:
         if not self.stopped:
             self.stopped = await in_database(records.status_of, self.id) != "running"
         return not self.stopped
 
-    async def _admit(self, spent: Usage) -> None:
+    async def _still_running(self) -> None:
+        """Before each call of a conversation: none once the evaluation is not running."""
         if not await self._going_on():
-            raise ApiError(409, "the evaluation was cancelled", code="evaluation_cancelled")
-
-    async def _charge(self, agent: str, case_id: int, spoken: Spoken) -> None:
-        if not spoken.usage.total_tokens:
-            return
-        charge = Charge(
-            kind="evaluation",
-            user_id="",
-            agent=agent,
-            call_id=f"evaluation-{self.id}-{case_id}",
-            usage=spoken.usage,
-            answered_by=spoken.answered_by,
-        )
-        await in_database(settle, [charge])
+            raise TurnStopped(409, "the evaluation was cancelled", code="evaluation_cancelled")
 
 
 def _trace(agent: str, user_id: str) -> Span:
     """A conversation's own trace (exported when an exporter is on; evaluations are not
     ``/v1`` requests, so the Requests pages do not keep them)."""
-    attributes = agent_attributes(agent, agent, user_id)
-    return TRACING.begin(f"invoke_agent {agent}", {}, attributes, TRACING.export)
+    return agent_trace(agent, agent_attributes(agent, agent, user_id))
 
 
-def _traced(span: Span, spoken: Spoken) -> None:
+def _traced(span: Span, spoken: Asked) -> None:
     span.set(usage_attributes(spoken.usage))
     if spoken.text is None:
         span.fail("evaluation_call_failed")
 
 
-def _replied(spoken: Spoken, verdicts: Sequence[Verdict]) -> dict[str, Any]:
+def _replied(spoken: Asked, verdicts: Sequence[Verdict]) -> dict[str, Any]:
     return {
         "reply": spoken.text,
         "error": spoken.error,
@@ -237,6 +238,6 @@ def _judged(verdicts: Sequence[Verdict]) -> dict[str, Any]:
     """The scores of a reply by ``judge.criterion``, and why the judges that failed did."""
     scores = {key: score for verdict in verdicts for key, score in verdict.scores.items()}
     errors = {
-        verdict.judge: verdict.spoken.error for verdict in verdicts if verdict.spoken.text is None
+        verdict.judge: verdict.asked.error for verdict in verdicts if verdict.asked.text is None
     }
     return {"scores": scores, "judge_errors": errors}

@@ -8,12 +8,13 @@ from django.utils import timezone
 from agents.schema import Config
 from inference.database import in_database
 from inference.engine import Engine
-from inference.memory.recall import logged_failure
+from inference.memory.recall import MEMORY_CHARGE_FAILED
 from inference.memory.store import MAX_MEMORY_CHARACTERS, add_memories, memory_line
 from inference.models import Memory
-from inference.money.settlement import settle
+from inference.money.caller import Caller
+from inference.money.settlement import charge, settle
 from inference.providers.base import ProviderError
-from inference.routing.embedding import embed, embedding_charge
+from inference.routing.embedding import embed
 
 
 class CannotRemember(ValueError):
@@ -52,10 +53,14 @@ async def add_by_hand(
     except ProviderError as error:
         raise EmbeddingFailed(error.message) from error
     now = timezone.now()
-    charge = embedding_charge(
-        user_id, agent.name, embedder, embedded.usage, f"memory-{uuid.uuid4().hex}"
+    cost = charge(
+        Caller(user_id, purpose="memory", started_at=now),
+        embedded.usage,
+        agent=agent.name,
+        call_id=f"memory-{uuid.uuid4().hex}",
+        answered_by=embedded.answered_by,
     )
-    engine.writer.queue(settle, charge).add_done_callback(logged_failure)
+    engine.writer.queue(settle, cost).add_done_callback(MEMORY_CHARGE_FAILED)
     (stored,) = await in_database(
         add_memories, user_id, agent.name, embedder.name, [(line, embedded.vectors[0])], "", now
     )

@@ -12,22 +12,20 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.schema import AgentConfig, Config
+from inference.calls.asking import Billing, ask
 from inference.database import in_database, lock_until_commit
 from inference.engine import Engine
 from inference.erasures import erasures_of
-from inference.memory.recall import logged_failure
+from inference.memory.recall import MEMORY_CHARGE_FAILED
 from inference.memory.store import add_memories, memory_line, shelf
-from inference.money.settlement import Charge, settle
-from inference.neutral.calls import Answerer
-from inference.neutral.types import ChatRequest, Message, ResponseFormat, Usage
+from inference.money.caller import Caller
+from inference.money.settlement import charge, settle
+from inference.neutral.types import ChatRequest, Message, ResponseFormat
 from inference.routing.deployments import route_of
-from inference.routing.embedding import embed, embedding_charge
+from inference.routing.embedding import embed
 from inference.structured.exchange import quoted_exchange
 from inference.structured.instruction import structured_output_instruction
-from inference.telemetry.spans import NO_SPAN, Span
-from inference.tools.bounds import TurnBounds
-from inference.tools.executor import CallContext, tool_loop
-from inference.tools.toolbox import Toolbox
+from inference.telemetry.names import agent_span
 
 logger = logging.getLogger("gateway.memory")
 FACTS = ResponseFormat(
@@ -59,55 +57,68 @@ INSTRUCTION = (
 
 @dataclass(frozen=True)
 class TurnToLearn:
-    """The turn to learn from."""
+    """The turn to learn from, and its caller (when the turn began: a user erased since
+    is not learned about)."""
 
     completion_id: str
-    user_id: str
+    caller: Caller
     agent: AgentConfig  # the agent whose memory it is
     user_text: str
     reply: str
-    started_at: datetime  # when the turn began (a user erased since is not learned about)
+
+    @property
+    def user_id(self) -> str:
+        return self.caller.user_id
+
+    @property
+    def started_at(self) -> datetime:
+        return self.caller.started_at
 
 
-async def extract_memories(
-    exchange: TurnToLearn, config: Config, engine: Engine, parent: Span = NO_SPAN
-) -> None:
+async def extract_memories(exchange: TurnToLearn, config: Config, engine: Engine) -> None:
     try:
-        await _extract(exchange, config, engine, parent)
+        await _extract(exchange, config, engine)
     except Exception:
         logger.exception(
             "memory extraction failed for %s (%s)", exchange.agent.name, exchange.completion_id
         )
 
 
-async def _extract(exchange: TurnToLearn, config: Config, engine: Engine, parent: Span) -> None:
+async def _extract(exchange: TurnToLearn, config: Config, engine: Engine) -> None:
     memory = exchange.agent.memory
     assert memory is not None and memory.extractor is not None
     extractor = config.agent(memory.extractor)
     embedder = config.embedder(memory.embedder)
     if extractor is None or embedder is None:
         return
-    with parent.child(f"invoke_agent {extractor.name}") as span:
-        context = CallContext(
-            config, engine, exchange.user_id, TurnBounds(config.limits), span=span
+    caller = exchange.caller.to("memory")
+    billing = Billing(exchange.agent.name, exchange.completion_id)
+    with agent_span(caller.span, extractor.name) as span:
+        request = _request(extractor, exchange)
+        asked = await ask(
+            caller.traced(span),
+            config,
+            engine,
+            route_of(extractor),
+            request,
+            billing,
+            checked_against=FACTS_OR_LIST,
         )
-        loop = tool_loop(context, route_of(extractor), Toolbox(), FACTS_OR_LIST)
-        answer = await loop.complete(_request(extractor, exchange))
-    if answer.usage.total_tokens:
-        await in_database(settle, [_charge(exchange, answer.usage, loop.outcome.answered_by)])
-    facts = _facts(answer.text)
+    if asked.text is None:
+        logger.warning("the extractor %s failed: %s", extractor.name, asked.error)
+        return
+    facts = _facts(asked.text)
     if not facts:
         return
-    embedded = await embed(config, engine, embedder, facts, span=parent)
-    charge = embedding_charge(
-        exchange.user_id,
-        exchange.agent.name,
-        embedder,
+    embedded = await embed(config, engine, embedder, facts, span=caller.span)
+    cost = charge(
+        caller,
         embedded.usage,
-        exchange.completion_id,
-        exchange.started_at,
+        agent=exchange.agent.name,
+        call_id=exchange.completion_id,
+        answered_by=embedded.answered_by,
     )
-    engine.writer.queue(settle, charge).add_done_callback(logged_failure)
+    engine.writer.queue(settle, cost).add_done_callback(MEMORY_CHARGE_FAILED)
     kept = await in_database(
         _keep_novel,
         exchange,
@@ -176,16 +187,3 @@ def _cosine(first: tuple[float, ...], second: tuple[float, ...]) -> float:
     dot = sum(a * b for a, b in zip(first, second, strict=True))
     norms = sum(a * a for a in first) ** 0.5 * sum(b * b for b in second) ** 0.5
     return dot / norms if norms else 0.0
-
-
-def _charge(exchange: TurnToLearn, usage: Usage, answered_by: Answerer | None) -> Charge:
-    """The extractor's run, charged to the agent whose memory it is."""
-    return Charge(
-        kind="memory",
-        user_id=exchange.user_id,
-        agent=exchange.agent.name,
-        call_id=exchange.completion_id,
-        usage=usage,
-        answered_by=answered_by,
-        started_at=exchange.started_at,
-    )

@@ -1,28 +1,33 @@
-"""Admission: a request's caps and its API key's limits checked, and what it may spend
-reserved, in one transaction (docs/api.md, "Token budgets"; docs/cost-and-keys.md).
+"""Admission: before each model call, the caller's caps and its API key's limits checked
+with everything in flight on the user and the key, and what the call may spend reserved,
+in one transaction (docs/api.md, "Token budgets"; docs/cost-and-keys.md).
 
-A capped request is admitted only while the user's usage plus what their requests in
-progress reserve is under every cap; admitting it reserves its own tokens (and estimated
-cost) in the same transaction, under a per-user lock (PostgreSQL: an advisory
-transaction lock; SQLite: the write lock its IMMEDIATE transactions take), and the
-key's under a per-key lock, so concurrent requests in any number of processes overshoot
-a cap by at most one request. The request's ledger row replaces the reservation when it
-is settled (``inference.money.settlement``).
+Every call a limited caller makes holds a reservation while it runs (its estimated
+tokens and cost), and, once it is done, until its work's ledger row replaces it: a
+finished call's reservation is set to what it really spent when its work's next call is
+admitted. So admission sees every call in flight, in every turn of every process, at
+its estimate, and the calls done but not yet billed at their cost. A call is admitted
+while the user's usage plus what is reserved is under every cap (the key's likewise),
+under a per-user lock (PostgreSQL: an advisory transaction lock; SQLite: the write
+lock its IMMEDIATE transactions take) and a per-key one: any number of concurrent
+calls overshoot a limit by at most one call.
 
-These functions are synchronous ORM code: the pipeline runs them inside the one
-worker-thread call it makes before contacting the provider.
+These functions are synchronous ORM code, run in a worker thread (``in_database``).
 """
 
 import logging
+import uuid
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.db import transaction
 
 from inference.database import in_database, lock_until_commit
 from inference.models import BudgetReservation
-from inference.money.budgets import check_budgets, refusal, reserved, retry_after, usage_in_windows
-from inference.money.caps import TokenCap
-from inference.money.keys import KeyGrant, check_key
+from inference.money.budgets import check_budgets
+from inference.money.caller import Caller
+from inference.money.keys import check_key, check_key_valid
+from inference.money.settlement import charge, settle
 from inference.neutral.types import Usage
 
 logger = logging.getLogger("gateway.money")
@@ -33,92 +38,84 @@ DEFAULT_COMPLETION_TOKENS = 1024
 MAX_RESERVATION = 10**15
 
 
-def reservation_size(prompt_tokens: int, max_tokens: int | None) -> int:
-    """Estimated prompt tokens plus the most the reply may spend."""
-    return min(MAX_RESERVATION, estimated_usage(prompt_tokens, max_tokens).total_tokens)
-
-
 def estimated_usage(prompt_tokens: int, max_tokens: int | None) -> Usage:
     """What a call is taken to spend before it says: its estimated prompt, and the most
     its reply may spend (``max_tokens``, or ``DEFAULT_COMPLETION_TOKENS``)."""
     completion = DEFAULT_COMPLETION_TOKENS if max_tokens is None else max(0, max_tokens)
-    return Usage(prompt_tokens, min(MAX_RESERVATION, completion))
+    return Usage(min(MAX_RESERVATION, prompt_tokens), min(MAX_RESERVATION, completion))
 
 
 def admit(
-    user_id: str,
-    caps: tuple[TokenCap, ...],
-    tokens: int,
+    caller: Caller,
+    estimate: Usage,
     now: datetime,
-    key: KeyGrant | None = None,
-    micro_usd: int = 0,
+    *,
+    request: bool,
+    finished: Sequence[tuple[int, Usage]] = (),
 ) -> int | None:
-    """Check the caps and the API key's limits (429) and reserve ``tokens`` (and
-    ``micro_usd``, the estimated cost) for the request, in one transaction. The
-    reservation's id, or None when nothing limits the request (nothing to hold)."""
-    limited_key = key if key is not None and key.limited else None
-    if not caps and limited_key is None:
+    """Admit one model call of ``caller`` (429 when a limit is reached, 401 when its key is
+    no longer valid) and reserve ``estimate`` for it; ``request``: the first call of a
+    request, which counts for the key's requests per minute; ``finished``: the caller's
+    earlier calls of the same work that have ended, with what they spent. The
+    reservation's id, or None when nothing limits the caller (nothing to hold)."""
+    key = caller.key
+    limited_key = key if key is not None and key.limited and caller.limited else None
+    if not caller.limited and not caller.rechecks_key:
         return None
+    tokens = min(MAX_RESERVATION, estimate.total_tokens)
     with transaction.atomic():
-        lock_until_commit(f"budget:{user_id}")
+        lock_until_commit(f"budget:{caller.user_id}")
         if limited_key is not None:
             lock_until_commit(f"key:{limited_key.id}")
-        BudgetReservation.objects.filter(user_id=user_id, expires_at__lte=now).delete()
-        check_budgets(user_id, caps, now)
+        for held, spent in finished:
+            BudgetReservation.objects.filter(id=held).update(
+                tokens=spent.total_tokens, micro_usd=spent.cost_micro_usd or 0
+            )
+        if key is not None and caller.rechecks_key:
+            check_key_valid(key.id, now)
+        if not caller.limited:
+            return None
+        BudgetReservation.objects.filter(user_id=caller.user_id, expires_at__lte=now).delete()
+        check_budgets(caller.user_id, caller.caps, now)
         if limited_key is not None:
-            check_key(limited_key, tokens, now)
+            check_key(limited_key, tokens if request else 0, now, request=request)
         reservation = BudgetReservation.objects.create(
-            user_id=user_id,
+            user_id=caller.user_id,
             tokens=tokens,
-            micro_usd=micro_usd,
+            micro_usd=estimate.cost_micro_usd or 0,
             api_key_id=limited_key.id if limited_key is not None else None,
+            request=request,
             expires_at=now + RESERVATION_TTL,
         )
     return reservation.id
 
 
-def release(reservation: int) -> None:
-    """Drop a reservation whose request ended without a ledger row."""
-    BudgetReservation.objects.filter(id=reservation).delete()
+def release(reservations: Sequence[int]) -> None:
+    """Drop reservations whose work ended without a ledger row."""
+    BudgetReservation.objects.filter(id__in=list(reservations)).delete()
 
 
-async def release_quietly(reservation: int) -> None:
-    """Give back a reservation that no ledger row will settle. A failure is logged, never
-    raised over what the caller is handling: the reservation then expires on its own."""
-    try:
-        await in_database(release, reservation)
-    except Exception:
-        logger.exception("could not release budget reservation %s", reservation)
-
-
-def admit_call(
-    user_id: str,
-    caps: tuple[TokenCap, ...],
-    key: KeyGrant | None,
-    reservation: int | None,
-    spent: tuple[int, int],
-    now: datetime,
-) -> None:
-    """Before each model call of a turn after its first: raise 429 when what the turn has
-    spent so far (tokens, micro-USD), with the user's billed usage and what their other
-    requests reserve, reached one of the user's caps, or with the key's own, the key's
-    budget or tokens per minute, so the turn makes no further call. (The turn's own
-    reservation stands for the whole turn and is not counted beside it.)"""
-    if key is not None and key.limited:
-        check_key(key, spent[0], now, spent_micro_usd=spent[1], excluding=reservation)
-    if not caps:
+async def release_quietly(reservations: Sequence[int]) -> None:
+    """Give back reservations that no ledger row will settle. A failure is logged, never
+    raised over what the caller is handling: they then expire on their own."""
+    if not reservations:
         return
-    others = reserved(user_id, now, excluding=reservation)  # first, as above
-    used = usage_in_windows(user_id, {cap.window: cap.seconds for cap in caps}, now)
-    for cap in caps:
-        before = cap.amount(*used[cap.window])
-        if before + cap.amount(*others) + cap.amount(*spent) < cap.cap:
-            continue
-        # Usage alone over the cap waits for it to age out; otherwise for requests to end.
-        wait = retry_after(user_id, cap, before, now) if before >= cap.cap else 1
-        detail = (
-            f"during the turn: {cap.shown(cap.amount(*spent))} spent by it, "
-            f"{cap.shown(before)} before it in the last {cap.window} and "
-            f"{cap.shown(cap.amount(*others))} reserved by other requests (rolling {cap.seconds} s)"
+    try:
+        await in_database(release, reservations)
+    except Exception:
+        logger.exception("could not release budget reservations %s", list(reservations))
+
+
+def admit_tool_call(caller: Caller, tool: str, now: datetime) -> None:
+    """A call of one of the gateway's own MCP tools with a limited key: a request of the
+    key's (429 past its requests per minute, or once its budget is spent), kept as a
+    ledger row of kind "tool" in the same transaction, so that it counts for the next."""
+    key = caller.key
+    if key is None or not key.limited:
+        return
+    with transaction.atomic():
+        lock_until_commit(f"key:{key.id}")
+        check_key(key, 0, now, request=True)
+        settle(
+            [charge(caller, Usage(), agent=tool, call_id=f"tool-{uuid.uuid4().hex}", kind="tool")]
         )
-        raise refusal(cap, detail, wait)

@@ -1,6 +1,5 @@
-"""A user's caps against their ledger: whether their usage, with what their requests in
-progress reserve, has reached a cap (429 with ``Retry-After``), before a turn and before
-each of its later model calls.
+"""A user's caps against their ledger: whether their usage, with what their calls in
+progress reserve, has reached a cap (429 with ``Retry-After``), before each model call.
 
 These functions are synchronous ORM code, run in a worker thread inside the admission's
 transaction (``inference.money.admission``).
@@ -55,12 +54,10 @@ def refusal(cap: TokenCap, detail: str, wait: int) -> ApiError:
     )
 
 
-def reserved(user_id: str, now: datetime, excluding: int | None = None) -> tuple[int, int]:
-    """Tokens and micro-USD held by the user's requests in progress (expired reservations
-    left out, and the reservation ``excluding``)."""
+def reserved(user_id: str, now: datetime) -> tuple[int, int]:
+    """Tokens and micro-USD held by the user's calls in progress, and by their calls done
+    whose work is not billed yet (expired reservations left out)."""
     live = BudgetReservation.objects.filter(user_id=user_id, expires_at__gt=now)
-    if excluding is not None:
-        live = live.exclude(id=excluding)
     totals = live.aggregate(tokens=Sum("tokens"), micro_usd=Sum("micro_usd"))
     return totals["tokens"] or 0, totals["micro_usd"] or 0
 

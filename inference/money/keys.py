@@ -142,6 +142,17 @@ def grant_for(digest: str, now: datetime) -> KeyGrant | None:
         return None
     if key.last_used_at is None or now - key.last_used_at > MINUTE:
         ApiKey.objects.filter(id=key.id).update(last_used_at=now)
+    return _grant(key)
+
+
+def grant_of(key_id: int) -> KeyGrant | None:
+    """What the key ``key_id`` allows, valid or not (work it began carries it on, and asks
+    whether it is still valid before each call); None when no such key exists."""
+    key = ApiKey.objects.filter(id=key_id).first()
+    return _grant(key) if key is not None else None
+
+
+def _grant(key: ApiKey) -> KeyGrant:
     return KeyGrant(
         id=key.id,
         user=key.user_id,
@@ -181,18 +192,23 @@ def spend_of(keys: list[ApiKey], now: datetime) -> dict[int, tuple[int, int]]:
     return spend
 
 
-def check_key(
-    grant: KeyGrant,
-    tokens: int,
-    now: datetime,
-    spent_micro_usd: int = 0,
-    excluding: int | None = None,
-) -> None:
-    """Raise 429 when the key's spend, requests or tokens (its requests in progress
-    counted) reached one of its limits. Before a request: ``tokens`` is what it
-    reserves. Before a later model call of a turn: ``tokens`` and ``spent_micro_usd`` are
-    what the turn spent so far, ``excluding`` its own reservation (it stands for the whole
-    turn), and requests are not counted again."""
+def check_key_valid(key_id: int, now: datetime) -> None:
+    """401 when the key was revoked or has expired since its work began."""
+    row = ApiKey.objects.filter(id=key_id).values_list("revoked_at", "expires_at").first()
+    if row is None or row[0] is not None:
+        reason = "was revoked"
+    elif row[1] is not None and row[1] <= now:
+        reason = "has expired"
+    else:
+        return
+    raise ApiError(401, f"The API key {reason}", code="invalid_api_key")
+
+
+def check_key(grant: KeyGrant, tokens: int, now: datetime, *, request: bool) -> None:
+    """Raise 429 when the key's spend, requests or tokens (every call in flight on it
+    counted at its reservation) reached one of its limits. ``request``: the call begins a
+    request (which counts for ``rpm``, and may go alone past ``tpm`` with its
+    ``tokens``); a later call of a request is admitted while the key is under its limits."""
     if not grant.limited:
         return
     minute = Q(created_at__gt=now - MINUTE)
@@ -205,17 +221,14 @@ def check_key(
     spent_filter = Q(created_at__gt=now - timedelta(seconds=seconds)) if seconds else Q()
     sums["spent"] = Sum("cost_micro_usd", filter=spent_filter)
     # Reservations before the ledger: a request that ends between the two reads (its
-    # reservation replaced by its ledger row, committed) is then counted twice, never
+    # reservations replaced by its ledger row, committed) is then counted twice, never
     # missed.
-    reservations = BudgetReservation.objects.filter(api_key_id=grant.id, expires_at__gt=now)
-    if excluding is not None:
-        reservations = reservations.exclude(id=excluding)
-    held = reservations.aggregate(
-        requests=Count("id"), tokens=Sum("tokens"), spent=Sum("micro_usd")
+    held = BudgetReservation.objects.filter(api_key_id=grant.id, expires_at__gt=now).aggregate(
+        requests=Count("id", filter=Q(request=True)), tokens=Sum("tokens"), spent=Sum("micro_usd")
     )
     billed = LedgerEntry.objects.filter(api_key_id=grant.id).aggregate(**sums)
     if grant.budget_micro_usd is not None:
-        spent = (billed["spent"] or 0) + (held["spent"] or 0) + spent_micro_usd
+        spent = (billed["spent"] or 0) + (held["spent"] or 0)
         if spent >= grant.budget_micro_usd:
             raise ApiError(
                 429,
@@ -225,17 +238,16 @@ def check_key(
                 code="insufficient_quota",
                 error_type="insufficient_quota",
             )
-    within_turn = excluding is not None
     checks = (
         (
             "requests",
-            None if within_turn else grant.rpm,
+            grant.rpm if request else None,
             (billed["requests"] or 0) + (held["requests"] or 0),
         ),
         ("tokens", grant.tpm, (billed["tokens"] or 0) + (held["tokens"] or 0) + tokens),
     )
     for what, limit, used in checks:
-        if limit is not None and _over(what, used, limit, tokens, within_turn):
+        if limit is not None and _over(what, used, limit, tokens, request):
             wait = _minute_wait(grant.id, now)
             raise ApiError(
                 429,
@@ -245,11 +257,12 @@ def check_key(
             )
 
 
-def _over(what: str, used: int, limit: int, tokens: int, within_turn: bool) -> bool:
+def _over(what: str, used: int, limit: int, tokens: int, request: bool) -> bool:
     """Requests: this one would be one too many. Tokens: the minute's tokens (this
     request's included) exceed the limit, unless the minute had nothing else (one request
-    larger than the limit still goes, alone); within a turn, once they reached it."""
-    if what == "requests" or within_turn:
+    larger than the limit still goes, alone); a later call of a request, once they
+    reached it."""
+    if what == "requests" or not request:
         return used >= limit
     return used > limit and used > tokens
 

@@ -22,8 +22,8 @@ from decimal import Decimal
 from functools import cache
 
 from agents.schema import Config
+from core.providerkinds import PROVIDER_KINDS
 from inference.neutral.types import Usage
-from inference.providers.registry import PROVIDER_KINDS
 
 
 @dataclass(frozen=True)

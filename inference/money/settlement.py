@@ -1,12 +1,14 @@
-"""Settlement: every call the gateway pays for becomes a ledger row, whoever made it.
+"""Settlement: every call the gateway pays for becomes a ledger row, whoever made it,
+made here and nowhere else (``charge``: from what the calls spent and their caller).
 
-A turn's calls (every round, repair and subagent summed) and a ``/v1/embeddings`` call
-are billed to the user (``kind`` "turn": budgets and API keys count them) and replace
-the request's reservation; judges, shadow variants and memory (extraction and recall)
-are charged to the agent and experiment only, never to a user's or key's budget; an
+The calls of work a caller pays for (a turn's every round, repair and subagent summed, a
+task's, a ``/v1/embeddings`` call) are billed to its user and key (``kind`` "turn":
+budgets and API keys count them) and replace the reservations their admission made;
+judges, shadow variants, memory (extraction and recall) and the cache's lookups are
+charged to the agent and experiment only, never to a user's or key's budget; an
 evaluation's replays and judges (``evaluation``) are charged to an agent and no user.
 ``settle`` writes charges in the caller's transaction (the record writer's, or a
-transaction of its own), so a row and the reservation it replaces go together.
+transaction of its own), so a row and the reservations it replaces go together.
 """
 
 from collections.abc import Sequence
@@ -19,16 +21,42 @@ from django.utils import timezone
 from inference.database import insert_rows
 from inference.erasures import Erasures, erasures_of
 from inference.models import BudgetReservation, LedgerEntry
+from inference.money.caller import Caller, Purpose
 from inference.neutral.calls import Answerer
 from inference.neutral.types import Usage
 
-# "turn": billed to the user; "cache_hit": a turn answered wholly from the response cache
-# (a request, nothing spent); the others are charged to the agent (and experiment);
-# "evaluation": a replay of recorded traffic and its judging, to no user at all;
-# "smoke": a smoke test's conversation and judging.
+# "turn": billed to the user and key; "cache_hit": a turn answered wholly from the
+# response cache (a request, nothing spent); "tool": a tool of the gateway's MCP server
+# called by a key (a request, nothing spent); the others are charged to the agent (and
+# experiment); "evaluation": a replay of recorded traffic and its judging, to no user at
+# all; "smoke": a smoke test's conversation and judging.
 type ChargeKind = Literal[
-    "turn", "cache_hit", "judge", "shadow", "memory", "cache", "evaluation", "smoke"
+    "turn",
+    "cache_hit",
+    "tool",
+    "batch",
+    "judge",
+    "shadow",
+    "memory",
+    "cache",
+    "guardrail",
+    "evaluation",
+    "smoke",
 ]
+_KINDS: dict[Purpose, ChargeKind] = {
+    "turn": "turn",
+    "task": "turn",
+    "mcp": "turn",
+    "embedding": "turn",
+    "batch": "batch",
+    "judge": "judge",
+    "shadow": "shadow",
+    "memory": "memory",
+    "cache": "cache",
+    "guardrail": "guardrail",
+    "evaluation": "evaluation",
+    "smoke": "smoke",
+}
 
 
 @dataclass(frozen=True)
@@ -45,11 +73,48 @@ class Charge:
     experiment: str = ""
     variant: str = ""
     key_id: int | None = None  # the minted API key that pays
-    reservation: int | None = None  # the budget reservation the row replaces
+    reservations: tuple[int, ...] = ()  # the budget reservations the row replaces
     created_at: datetime | None = None  # None: now
     # When the work it pays for began: a user erased since is billed under the digest.
     started_at: datetime | None = None
     saved_micro_usd: int = 0  # what the response cache saved it
+
+
+def charge(
+    caller: Caller,
+    usage: Usage,
+    *,
+    agent: str,
+    call_id: str,
+    answered_by: Answerer | None = None,
+    attempts: int = 1,
+    experiment: str = "",
+    variant: str = "",
+    reservations: tuple[int, ...] = (),
+    saved_micro_usd: int = 0,
+    kind: ChargeKind | None = None,
+    created_at: datetime | None = None,
+) -> Charge:
+    """The row of calls ``caller`` made for ``agent`` (``call_id``: the completion or call
+    they belong to): of the kind its purpose says (or ``kind``), paid by its key when the
+    caller pays for them."""
+    kind = kind or _KINDS[caller.purpose]
+    return Charge(
+        kind=kind,
+        user_id="" if kind == "evaluation" else caller.user_id,  # to no user at all
+        agent=agent,
+        call_id=call_id,
+        usage=usage,
+        answered_by=answered_by,
+        attempts=attempts,
+        experiment=experiment,
+        variant=variant,
+        key_id=caller.key_id if caller.pays else None,
+        reservations=reservations,
+        created_at=created_at,
+        started_at=caller.started_at,
+        saved_micro_usd=saved_micro_usd,
+    )
 
 
 def settle(charges: Sequence[Charge], erasures: Erasures | None = None) -> None:
@@ -59,7 +124,7 @@ def settle(charges: Sequence[Charge], erasures: Erasures | None = None) -> None:
     if erasures is None:
         erasures = erasures_of({charge.user_id for charge in charges if charge.started_at})
     insert_rows([_row(charge, now, erasures) for charge in charges])
-    reservations = [charge.reservation for charge in charges if charge.reservation is not None]
+    reservations = [id_ for charge in charges for id_ in charge.reservations]
     if reservations:
         BudgetReservation.objects.filter(id__in=reservations).delete()
 

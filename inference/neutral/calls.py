@@ -1,16 +1,24 @@
-"""The seam before the upstream: how a conversation calls a model.
+"""The seam before the upstream: how a conversation calls a model, and what a call gives
+back.
 
-The tool loop (``inference.tools.loop``) holds a ``ModelCalls`` and nothing more concrete;
-routing (``inference.routing.upstream``) implements it, sending each call to a deployment
-of the agent's route with retries, fallbacks, circuit breakers and spans, and whatever
-stands between the loop and routing (a response cache) implements it too.
+A conversation holds a ``ModelCalls`` and nothing more concrete. Routing
+(``inference.routing.upstream``) is the innermost one: it sends each call to a deployment
+of the route, with retries, fallbacks and circuit breakers. The response cache, tracing,
+the turn's recorder and money's admission wrap it with the same interface, in the order
+``inference.calls.factory`` builds them for one conversation of one caller (who its calls
+are for, under which limits, in which trace: every layer knows it). A call gives back one
+value: a whole reply's ``CallResult``, or a stream whose ``result`` is set once it ended.
+Nothing about a call is read afterwards from the object that made it.
 """
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 from inference.neutral.types import ChatRequest, ChatResponse, StreamEvent, Usage
+
+type CacheResult = Literal["hit", "miss", "bypass"]
 
 
 @dataclass(frozen=True)
@@ -26,29 +34,99 @@ class Answerer:
         return f"{self.provider}/{self.model}"
 
 
-@dataclass(frozen=True)
-class CallOutcome:
-    """What is known of the latest model call beyond its reply: who answered it, and in how
-    many upstream attempts (retries and fallbacks included)."""
+class Marked(Protocol):
+    """Where an attempt is traced (``inference.telemetry.spans.Span``): layers above
+    routing add what they decided about the call."""
 
+    def set(self, attributes: Mapping[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One upstream attempt of a call: who it went to, how it ended (``outcome`` "ok" or
+    the failure's error code, with the status it maps to), how long it took, what it
+    spent (priced; a failed attempt: nothing), and its span."""
+
+    answerer: Answerer
+    outcome: str
+    status: int
+    seconds: float
+    usage: Usage
+    span: Marked
+
+    def as_log(self) -> dict[str, object]:
+        return {
+            "provider": self.answerer.provider,
+            "model": self.answerer.model,
+            "status": self.status,
+            "ms": round(self.seconds * 1000, 1),
+        }
+
+
+@dataclass(frozen=True)
+class CacheOutcome:
+    """What the response cache did with a call: ``hit`` (answered from an entry ``age``
+    seconds old, which first cost ``first_paid``), ``miss`` (sent on; ``key`` is the
+    entry its reply became, when it was kept) or ``bypass`` (the request kept the cache
+    out)."""
+
+    result: CacheResult
+    age: int | None = None
+    key: str | None = None
+    first_paid: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """Everything about one model call: the reply (its usage priced), who answered it, its
+    upstream attempts (retries and fallbacks included; none for a cache hit), and what the
+    cache did, for an agent with a cache."""
+
+    reply: ChatResponse
     answered_by: Answerer | None = None
-    attempts: int = 0
+    attempts: tuple[Attempt, ...] = ()
+    cache: CacheOutcome | None = None
+
+    @property
+    def usage(self) -> Usage:
+        return self.reply.usage
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """An embedding call as the gateway accounts for it: the vectors, the prompt tokens
+    (the provider's count, else estimated) with their cost, and who answered."""
+
+    vectors: tuple[tuple[float, ...], ...]
+    usage: Usage
+    answered_by: Answerer
+
+
+class CallStream(Protocol):
+    """A model call whose reply comes as events: ``events`` while it is open, then
+    ``result`` once they ended. Known from the start: who answers it (``answered_by``), in
+    how many attempts (``tries``), and what the cache did; ``so_far`` is what a stream
+    cut short has spent (what the provider reported, or the prompt and the text sent so
+    far, estimated and priced)."""
+
+    events: AsyncIterator[StreamEvent]
+    result: CallResult | None
+    answered_by: Answerer | None
+    tries: int
+    cache: CacheOutcome | None
+
+    def so_far(self) -> Usage: ...
 
 
 class ModelCalls(Protocol):
-    """One conversation's model calls. Replies leave priced (``Usage.cost_micro_usd``)."""
+    """One conversation's model calls; every reply leaves priced."""
 
-    async def complete(self, request: ChatRequest) -> ChatResponse: ...
+    async def complete(self, request: ChatRequest) -> CallResult: ...
 
-    def stream(self, request: ChatRequest, *, held: bool = False) -> AsyncIterator[StreamEvent]:
-        """The reply's events. ``held``: the caller collects the whole reply before anyone
-        sees it (a failure anywhere in it may still be tried again)."""
-        ...
-
-    @property
-    def outcome(self) -> CallOutcome: ...
-
-    def priced(self, usage: Usage) -> Usage:
-        """``usage`` priced as the latest call's answerer prices it (for an estimate of a
-        call cut short)."""
+    def stream(
+        self, request: ChatRequest, *, held: bool = False
+    ) -> AbstractAsyncContextManager[CallStream]:
+        """The call, open: its events, then its result. ``held``: the caller collects the
+        whole reply before anyone sees it (a failure anywhere in it may still be tried
+        again)."""
         ...

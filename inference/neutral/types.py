@@ -6,8 +6,11 @@ a provider module turns it into its own HTTP call and turns the answer back into
 """
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from core.providerkinds import WireFormat
 
 Role = Literal["user", "assistant", "tool"]
 
@@ -170,17 +173,29 @@ class Sampling:
     logprobs: bool | None = None
     top_logprobs: int | None = None
     top_k: int | None = None  # Anthropic, Gemini and Cohere have it; OpenAI-format kinds not
-    # OpenAI's own parameters that no other kind has an equivalent of (logit_bias,
-    # service_tier, verbosity, prediction, modalities), passed on as they came.
-    openai_extras: dict[str, Any] = field(default_factory=dict)
-    # What a /v1/messages client sent that only Anthropic knows (thinking, its top-level
-    # fields the gateway does not model, its anthropic-beta header): passed on to
-    # Anthropic upstreams as it came, left out for the others.
-    anthropic_extras: dict[str, Any] = field(default_factory=dict)
-    anthropic_beta: str | None = None
-    # What a Gemini API client sent that only Gemini knows (``thinkingConfig``,
-    # ``safetySettings``): passed on to Gemini upstreams as it came, left out for others.
-    gemini_extras: dict[str, Any] = field(default_factory=dict)
+    # What the client sent that only upstreams of its own wire format know.
+    passthrough: "PassThrough | None" = None
+
+    def passed_to(self, wire: WireFormat) -> "PassThrough":
+        """What an upstream of ``wire`` gets as it came (nothing, for another format)."""
+        passthrough = self.passthrough
+        if passthrough is None or passthrough.wire != wire:
+            return NOTHING_PASSED
+        return passthrough
+
+
+@dataclass(frozen=True)
+class PassThrough:
+    """Parameters the gateway does not model and request headers, as a client sent them
+    in the dialect of ``wire``: an upstream speaking that wire format gets them as they
+    came, the others never see them."""
+
+    wire: WireFormat
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+NOTHING_PASSED = PassThrough("openai")
 
 
 @dataclass(frozen=True)
@@ -312,15 +327,6 @@ class EmbeddingRequest:
 class Embeddings:
     vectors: tuple[tuple[float, ...], ...]  # one per text, in order
     prompt_tokens: int | None  # the provider's count (None: it gives none)
-
-
-@dataclass(frozen=True)
-class Embedded:
-    """Embeddings as the gateway accounts for them: the vectors, and the prompt tokens (the
-    provider's count, else estimated) with their cost."""
-
-    vectors: tuple[tuple[float, ...], ...]
-    usage: Usage
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,6 @@ from inference.neutral.types import (
 from inference.providers.base import (
     Provider,
     ProviderError,
-    ProviderKind,
     named,
     thinking_budget,
     upstream_message,
@@ -63,11 +62,7 @@ _STOP_REASONS: dict[str, FinishReason] = {
 
 
 class AnthropicProvider(Provider):
-    kinds = (
-        ProviderKind(
-            "anthropic", "https://api.anthropic.com", "anthropic", "anthropic", documents=True
-        ),
-    )
+    wire = "anthropic"
     tool_names = LETTERS_DIGITS_DASHES
 
     @property
@@ -142,8 +137,7 @@ class AnthropicProvider(Provider):
 
 def _beta(request: ChatRequest) -> dict[str, str]:
     """The client's ``anthropic-beta`` header, for the fields it passed on."""
-    beta = request.sampling.anthropic_beta
-    return {"anthropic-beta": beta} if beta else {}
+    return dict(request.sampling.passed_to("anthropic").headers)
 
 
 def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
@@ -192,7 +186,7 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
             body["temperature"] = sampling.temperature
         if sampling.top_p is not None:
             body["top_p"] = sampling.top_p
-    body.update(sampling.anthropic_extras)  # the client's own choices win
+    body.update(sampling.passed_to("anthropic").fields)  # the client's own choices win
     if stream:
         body["stream"] = True
     return body

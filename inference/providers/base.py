@@ -7,7 +7,7 @@ import re
 import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AsyncExitStack, aclosing, suppress
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -16,8 +16,10 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from agents.schema import ProviderConfig
 from core import fastjson
+from core.providerkinds import PROVIDER_KINDS, WireFormat
 from core.traceparent import outgoing_headers
 from core.upstreamclock import upstream_wait
+from inference.neutral.calls import Attempt
 from inference.neutral.errors import ApiError
 from inference.neutral.types import (
     THINKING_BUDGETS,
@@ -50,10 +52,11 @@ _CONTEXT_TOO_LONG = re.compile(
 class ProviderError(Exception):
     """An upstream failure, already phrased as the OpenAI-style error the client gets.
 
-    ``usage`` is what the failed call had already spent (e.g. replies that never
-    validated), so it can still be billed. ``retryable``: another try (of this or another
-    deployment) may succeed; ``context_too_long``: the prompt does not fit this model, so
-    a fallback is tried at once. ``retry_after``: the upstream's wait, in seconds.
+    ``usage`` is what the failed call had already spent, so it can still be billed.
+    ``retryable``: another try (of this or another deployment) may succeed;
+    ``context_too_long``: the prompt does not fit this model, so a fallback is tried at
+    once. ``retry_after``: the upstream's wait, in seconds. ``attempts``: the failed
+    call's upstream attempts, as routing made them (the request log shows them).
     """
 
     def __init__(
@@ -77,6 +80,7 @@ class ProviderError(Exception):
         self.usage = usage or Usage()
         self.retryable = retryable
         self.context_too_long = context_too_long
+        self.attempts: tuple[Attempt, ...] = ()
 
     def as_api_error(self, headers: dict[str, str] | None = None) -> ApiError:
         """The failure as the client is told of it, with the upstream's wait as
@@ -93,28 +97,15 @@ class ProviderError(Exception):
 _UNREADABLE = (KeyError, IndexError, TypeError, ValueError, AttributeError)
 
 
-@dataclass(frozen=True)
-class ProviderKind:
-    """A provider kind a config may name (``kind:``), described once, by the class that
-    speaks its wire format: its default URL, and how the GenAI conventions
-    (``gen_ai.provider.name``) and the price table (genai-prices) name it."""
-
-    name: str
-    base_url: str
-    telemetry_name: str
-    price_table: str
-    documents: bool = False  # whether it takes PDFs as they are (else their text)
-
-
 class Provider:
-    """One configured provider, speaking one wire format. Subclasses declare the kinds
-    they speak (``kinds``) and implement ``complete_once`` and ``stream_events``, and
+    """One configured provider, speaking one wire format. Subclasses declare the wire
+    format they speak (``wire``; the kinds of it are in ``core.providerkinds``) and implement ``complete_once`` and ``stream_events``, and
     ``embed_once`` where the format serves embeddings, ``count_tokens`` where it counts.
 
     Each call is timed by phase (``providers.<name>.timeout``): connecting, the first byte
     of the response, the gap between two stream events, and the call as a whole."""
 
-    kinds: tuple[ProviderKind, ...]
+    wire: WireFormat
     tool_names: ToolNameRule
     # Whether it embeds inputs a client tokenized itself (token arrays): only a format
     # whose tokenizer the clients use (OpenAI's).
@@ -125,7 +116,7 @@ class Provider:
     ) -> None:
         self.name = name
         self.kind = kind
-        self.spec = next(spec for spec in self.kinds if spec.name == kind)
+        self.spec = PROVIDER_KINDS[kind]
         self.client = client
         self.settings = settings
         self.base_url = (settings.base_url or self.spec.base_url).rstrip("/")

@@ -24,7 +24,7 @@ from inference.neutral.types import (
     Usage,
     UsageReport,
 )
-from inference.providers.base import Provider, ProviderError, ProviderKind, named, upstream_message
+from inference.providers.base import Provider, ProviderError, named, upstream_message
 from inference.providers.openai_format import encode_content, encode_tool_calls, encode_tools
 from inference.providers.toolnames import COHERE_NAMES
 
@@ -42,7 +42,7 @@ _INVALID_TOKEN = 498
 
 
 class CohereProvider(Provider):
-    kinds = (ProviderKind("cohere", "https://api.cohere.com", "cohere", "cohere"),)
+    wire = "cohere"
     tool_names = COHERE_NAMES
 
     @property

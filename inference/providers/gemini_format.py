@@ -34,7 +34,6 @@ from inference.neutral.types import (
 from inference.providers.base import (
     Provider,
     ProviderError,
-    ProviderKind,
     retry_after_header,
     retry_seconds,
     thinking_budget,
@@ -59,15 +58,7 @@ _AUTH_STATUSES = {"UNAUTHENTICATED", "PERMISSION_DENIED"}
 
 
 class GeminiProvider(Provider):
-    kinds = (
-        ProviderKind(
-            "gemini",
-            "https://generativelanguage.googleapis.com",
-            "gcp.gemini",
-            "google",
-            documents=True,
-        ),
-    )
+    wire = "gemini"
     tool_names = GEMINI_NAMES
 
     def model_url(self, model: str, method: str) -> str:
@@ -160,7 +151,7 @@ def encode_request(request: ChatRequest) -> dict[str, Any]:
         if request.tool_choice is not None:
             body["toolConfig"] = {"functionCallingConfig": _calling_config(request.tool_choice)}
     config = _generation_config(request)
-    extras = request.sampling.gemini_extras
+    extras = request.sampling.passed_to("gemini").fields
     if "thinkingConfig" in extras:  # the client's own choice wins
         config["thinkingConfig"] = extras["thinkingConfig"]
     if config:

@@ -27,7 +27,7 @@ from inference.neutral.types import (
     Usage,
     UsageReport,
 )
-from inference.providers.base import Provider, ProviderError, ProviderKind, upstream_message
+from inference.providers.base import Provider, ProviderError, upstream_message
 from inference.providers.toolnames import LETTERS_DIGITS_DASHES
 
 _FINISH_REASONS: dict[str, FinishReason] = {
@@ -40,11 +40,7 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 
 
 class OpenAIFormatProvider(Provider):
-    kinds = (
-        ProviderKind("openai", "https://api.openai.com/v1", "openai", "openai", documents=True),
-        ProviderKind("groq", "https://api.groq.com/openai/v1", "groq", "groq"),
-        ProviderKind("deepseek", "https://api.deepseek.com/v1", "deepseek", "deepseek"),
-    )
+    wire = "openai"
     tool_names = LETTERS_DIGITS_DASHES
     takes_token_arrays = True
 
@@ -199,7 +195,7 @@ def _sampling(sampling: Sampling) -> dict[str, Any]:
         encoded[sampling.max_tokens_name] = sampling.max_tokens
     if sampling.stop:
         encoded["stop"] = list(sampling.stop)
-    return encoded | sampling.openai_extras
+    return encoded | dict(sampling.passed_to("openai").fields)
 
 
 _PASSED_AS_THEY_ARE = (

@@ -1,6 +1,6 @@
-"""The provider kinds, derived from the classes that speak their wire formats (each
-declares its kinds: adding a kind is one ``ProviderKind`` line, adding a wire format one
-module and one line here), and the one HTTP client each configured provider shares."""
+"""The module that speaks each provider kind's wire format (the kinds themselves are
+listed in ``core.providerkinds``: adding a wire format is one module and one line here),
+and the one HTTP client each configured provider shares."""
 
 import ssl
 from functools import cache
@@ -8,8 +8,9 @@ from functools import cache
 import httpx
 
 from agents.schema import Config
+from core.providerkinds import PROVIDER_KINDS
 from inference.providers.anthropic_format import AnthropicProvider
-from inference.providers.base import Provider, ProviderKind
+from inference.providers.base import Provider
 from inference.providers.cohere_format import CohereProvider
 from inference.providers.gemini_format import GeminiProvider
 from inference.providers.openai_format import OpenAIFormatProvider
@@ -20,13 +21,10 @@ _WIRE_FORMATS: tuple[type[Provider], ...] = (
     GeminiProvider,
     CohereProvider,
 )
+_BY_WIRE = {wire.wire: wire for wire in _WIRE_FORMATS}
 PROVIDER_CLASSES: dict[str, type[Provider]] = {
-    kind.name: wire for wire in _WIRE_FORMATS for kind in wire.kinds
+    name: _BY_WIRE[kind.wire] for name, kind in PROVIDER_KINDS.items()
 }
-PROVIDER_KINDS: dict[str, ProviderKind] = {
-    kind.name: kind for wire in _WIRE_FORMATS for kind in wire.kinds
-}
-EMBEDDING_KINDS = tuple(kind for kind, wire in PROVIDER_CLASSES.items() if wire.embeds())
 
 
 class ProviderClients:

@@ -1,5 +1,6 @@
 """A conversation's model calls, each sent to a deployment of its route and tried again
-where another try can still succeed (docs/resilience.md).
+where another try can still succeed (docs/resilience.md): the innermost layer of the
+model-call seam (``inference.neutral.calls``).
 
 A call goes to an available deployment (its circuit not open) picked by weight. After a
 retryable failure it is tried again, up to ``retries.attempts`` times (of the provider
@@ -12,7 +13,8 @@ model moves on to the next fallback at once. Other failures end the call.
 
 A stream is tried again only until its first content event went on: the events before
 it are held back, so a client never sees two beginnings. Every answer's usage leaves
-priced (``inference.money.prices``).
+priced (``inference.money.prices``); every attempt is a span under the conversation's
+(``span``), and its HTTP request carries that span's ``traceparent``.
 """
 
 import asyncio
@@ -20,22 +22,29 @@ import random
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import aclosing
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from agents.schema import Config
 from core.metrics import observe_attempt, observe_operation
+from core.providerkinds import PROVIDER_KINDS
 from inference.money.prices import Price, price_of, priced
-from inference.neutral.calls import CallOutcome
+from inference.neutral.calls import (
+    Answerer,
+    Attempt,
+    CacheOutcome,
+    CallResult,
+    CallStream,
+    Embedded,
+)
 from inference.neutral.tokens import estimate_tokens
 from inference.neutral.types import (
     ChatRequest,
     ChatResponse,
-    Embedded,
     EmbeddingRequest,
     Embeddings,
-    Finish,
+    StreamAccumulator,
     StreamEvent,
     TextDelta,
     ToolCallDelta,
@@ -43,23 +52,20 @@ from inference.neutral.types import (
     UsageReport,
 )
 from inference.providers.base import Provider, ProviderError
-from inference.providers.registry import PROVIDER_KINDS, ProviderClients
+from inference.providers.registry import ProviderClients
 from inference.routing.circuits import Circuits
 from inference.routing.deployments import Deployment, Route
-from inference.telemetry.genai import (
-    call_attributes,
-    operation_of,
-    response_attributes,
-    usage_attributes,
-)
-from inference.telemetry.spans import NO_SPAN, Attributes, Span
+from inference.telemetry.genai import call_attributes, response_attributes, usage_attributes
+from inference.telemetry.names import model_span
+from inference.telemetry.spans import NO_SPAN, Span
 from inference.telemetry.tracing import TRACING
 
 
-class CallBudget(Protocol):
-    """The calls a conversation may still make (a turn's bounds, ``inference.tools.bounds``)."""
+class Allowance(Protocol):
+    """The upstream calls a conversation may still make (a turn's,
+    ``inference.tools.bounds.CallAllowance``)."""
 
-    async def admit(self) -> None:
+    async def take(self) -> None:
         """Before every attempt: raises when the turn may make no more upstream calls."""
 
     def left(self) -> int:
@@ -68,9 +74,9 @@ class CallBudget(Protocol):
 
 
 class _Unbounded:
-    """Calls outside a turn (embeddings) have no turn's bounds to stay in."""
+    """Calls outside a turn (embeddings, token counts) have no turn's bounds to stay in."""
 
-    async def admit(self) -> None:
+    async def take(self) -> None:
         return None
 
     def left(self) -> int:
@@ -91,53 +97,15 @@ class RoutingEngine(Protocol):
     def rng(self) -> random.Random: ...
 
 
-@dataclass(frozen=True)
-class Attempt:
-    deployment: Deployment
-    outcome: str  # "ok", or the failure's error code
-    status: int  # 200, or the status the failure maps to
-    seconds: float
-    usage: Usage  # what it spent, priced (a failed attempt: nothing)
-
-    def as_log(self) -> dict[str, object]:
-        return {
-            "provider": self.deployment.provider,
-            "model": self.deployment.model,
-            "status": self.status,
-            "ms": round(self.seconds * 1000, 1),
-        }
-
-
 @dataclass
-class _Seen:
-    """What a stream said that its attempt is accounted with: its usage (priced on the
-    way), its finish, and its text when content is captured for the span."""
+class _Call:
+    """One call under way: its attempts so far, and the one that answered."""
 
-    price: Price | None
-    capture: bool
-    usage: Usage = field(default_factory=Usage)
-    finish: Finish | None = None
-    text: list[str] = field(default_factory=list)
-
-    def note(self, event: StreamEvent) -> StreamEvent:
-        if isinstance(event, UsageReport):
-            self.usage = priced(event.usage, self.price)
-            return UsageReport(self.usage)
-        if isinstance(event, Finish):
-            self.finish = event
-        elif self.capture and isinstance(event, TextDelta):
-            self.text.append(event.text)
-        return event
-
-    def reply(self) -> ChatResponse:
-        finish = self.finish
-        return ChatResponse(
-            text="".join(self.text),
-            finish_reason=finish.reason if finish is not None else "stop",
-            usage=self.usage,
-            response_id=finish.response_id if finish is not None else None,
-            response_model=finish.response_model if finish is not None else None,
-        )
+    attempts: list[Attempt] = field(default_factory=list)
+    tries: int = 0  # attempts begun, one under way included
+    answered_by: Deployment | None = None
+    started: float = 0.0  # when the answering attempt began
+    span: Span = NO_SPAN  # the answering attempt's
 
 
 @dataclass
@@ -149,129 +117,166 @@ class _Opened:
     rest: AsyncIterator[StreamEvent] | None
 
 
-class Upstream:
-    """The model calls of one conversation (a turn's, a subagent's, a shadow's, a judge's).
+class _OpenStream:
+    """A stream being relayed: its events, noted on the way (usage priced), and the
+    result once they ended."""
 
-    ``attempts``: every attempt of the latest call; ``journal``: every attempt, shared by
-    all the conversations of a turn (the request log writes it); ``answered_by``: the
-    deployment that answered the latest call. Each attempt is a ``chat`` span under
-    ``span`` (the conversation's ``invoke_agent``), and its HTTP request carries that
-    span's ``traceparent``."""
+    def __init__(
+        self, opened: _Opened, call: _Call, price: Price | None, request: ChatRequest
+    ) -> None:
+        self.answered_by: Answerer | None = call.answered_by
+        self.tries = call.tries
+        self.price = price
+        self.request = request
+        self.seen = StreamAccumulator()
+        self.ended = False
+        self.result: CallResult | None = None
+        self.cache: CacheOutcome | None = None  # what the cache did, when it asked
+        self.events = self._events(opened)
+
+    async def _events(self, opened: _Opened) -> AsyncIterator[StreamEvent]:
+        for event in opened.first:
+            yield self._note(event)
+        if opened.rest is not None:
+            async with aclosing(opened.rest) as rest:  # type: ignore[type-var]
+                async for event in rest:
+                    yield self._note(event)
+        self.ended = True
+
+    def _note(self, event: StreamEvent) -> StreamEvent:
+        if isinstance(event, UsageReport):
+            event = UsageReport(priced(event.usage, self.price))
+        self.seen.add(event)
+        return event
+
+    def so_far(self) -> Usage:
+        """What the provider reported, or, cut before its usage came, the prompt and the
+        text sent so far (estimated, priced)."""
+        if self.seen.usage.total_tokens:
+            return self.seen.usage
+        request = self.request
+        prompt = request.system + "".join(message.content for message in request.messages)
+        sent = "".join(self.seen.text)
+        return priced(Usage(estimate_tokens(prompt), estimate_tokens(sent)), self.price)
+
+
+class RoutedCalls:
+    """The model calls of one conversation (a turn's, a subagent's, a shadow's, a judge's),
+    each attempt a ``chat`` span under ``span`` (the conversation's ``invoke_agent``) and
+    one of the turn's ``allowance``."""
 
     def __init__(
         self,
         route: Route,
         config: Config,
         engine: RoutingEngine,
-        budget: CallBudget = UNBOUNDED,
-        journal: list[Attempt] | None = None,
+        allowance: Allowance = UNBOUNDED,
         span: Span = NO_SPAN,
-        marks: Attributes | None = None,
     ) -> None:
-        """``marks``: more attributes of every attempt's span (the cache's result)."""
         self.route = route
         self.config = config
         self.providers = engine.providers
         self.circuits = engine.circuits
         self.rng = engine.rng
-        self.budget = budget
-        self.journal = journal if journal is not None else []
-        self.attempts: list[Attempt] = []
-        self.tries = 0  # attempts of the latest call, one under way included
-        self.answered_by: Deployment | None = None
+        self.allowance = allowance
         self.span = span
-        self.marks = marks or {}
-        self._started = 0.0  # when the answering attempt began
-        self._attempt_span = NO_SPAN  # the answering attempt's
 
-    @property
-    def outcome(self) -> CallOutcome:
-        """The deployment that answered the latest call, and its attempts."""
-        return CallOutcome(self.answered_by, self.tries)
-
-    def priced(self, usage: Usage) -> Usage:
-        """``usage`` at the price of the deployment that answered the latest call, else of
-        the first."""
-        return priced(usage, self._price(self.answered_by or self.route.deployments[0]))
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        reply = await self._call(request, _complete)
-        deployment = self._answered()
+    async def complete(self, request: ChatRequest) -> CallResult:
+        call = _Call()
+        reply = await self._call(call, request, _complete)
+        deployment = _answered(call)
         reply = replace(reply, usage=priced(reply.usage, self._price(deployment)))
         self.circuits.succeeded(deployment)
-        span = self._attempt_span
-        if span.recording:
-            span.set(response_attributes(reply, TRACING.capture_content))
-        self._settled(deployment, "ok", 200, self._started, reply.usage, span, reply)
-        return reply
+        if call.span.recording:
+            call.span.set(response_attributes(reply, TRACING.capture_content))
+        self._settled(
+            call, deployment, "ok", 200, call.started, reply.usage, call.span,
+            response_model=reply.response_model,
+        )  # fmt: skip
+        return CallResult(reply, deployment, tuple(call.attempts))
 
-    async def embed(self, request: EmbeddingRequest) -> Embedded:
-        """The vectors of the request's texts; their tokens are the provider's count, or
-        estimated where it gives none (Gemini), and priced."""
-        answer = await self._call(request, _embed)
-        deployment = self._answered()
-        tokens = answer.prompt_tokens
-        if tokens is None:
-            tokens = sum(estimate_tokens(text) for text in request.texts)
-            tokens += sum(len(array) for array in request.token_arrays)
-        usage = priced(Usage(prompt_tokens=tokens), self._price(deployment))
-        self.circuits.succeeded(deployment)
-        span = self._attempt_span
-        if span.recording:
-            span.set(usage_attributes(usage))
-        self._settled(deployment, "ok", 200, self._started, usage, span, operation="embeddings")
-        return Embedded(answer.vectors, usage)
-
+    @asynccontextmanager
     async def stream(
         self, request: ChatRequest, *, held: bool = False
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncIterator[CallStream]:
         """The reply's events. ``held``: the caller collects the whole reply before anyone
         sees it, so a failure anywhere in the stream is tried again."""
 
         async def open_stream(provider: Provider, request: ChatRequest) -> _Opened:
             return await _open(provider, request, held)
 
-        opened = await self._call(request, open_stream)
-        deployment = self._answered()
-        price = self._price(deployment)
-        span = self._attempt_span
-        seen = _Seen(price, span.recording and TRACING.capture_content)
+        call = _Call()
+        opened = await self._call(call, request, open_stream)
+        deployment = _answered(call)
+        stream = _OpenStream(opened, call, self._price(deployment), request)
         outcome, status = "cancelled", 499
+        failure: ProviderError | None = None
         try:
-            for event in opened.first:
-                yield seen.note(event)
-            if opened.rest is not None:
-                async with aclosing(opened.rest) as rest:  # type: ignore[type-var]
-                    async for event in rest:
-                        yield seen.note(event)
-            outcome, status = "ok", 200
-            self.circuits.succeeded(deployment)
+            yield stream
+            if stream.ended:
+                outcome, status = "ok", 200
+                self.circuits.succeeded(deployment)
         except ProviderError as error:
-            outcome, status = error.code, error.status
+            failure, outcome, status = error, error.code, error.status
             if error.retryable:
                 self._failed(deployment)
             raise
         finally:
             if outcome == "cancelled":
                 self.circuits.abandoned(deployment)
-            reply = seen.reply()
-            if span.recording:
-                span.set(response_attributes(reply, seen.capture))
-            self._settled(deployment, outcome, status, opened.started, reply.usage, span, reply)
+            await stream.events.aclose()  # type: ignore[attr-defined]
+            reply = stream.seen.response()
+            if call.span.recording:
+                call.span.set(response_attributes(reply, TRACING.capture_content))
+            self._settled(
+                call, deployment, outcome, status, opened.started, reply.usage, call.span,
+                response_model=reply.response_model,
+            )  # fmt: skip
+            if failure is not None:
+                failure.attempts = tuple(call.attempts)
+            elif outcome == "ok":
+                stream.result = CallResult(reply, deployment, tuple(call.attempts))
+
+    async def embed(self, request: EmbeddingRequest) -> Embedded:
+        """The vectors of the request's texts; their tokens are the provider's count, or
+        estimated where it gives none (Gemini), and priced."""
+        call = _Call()
+        answer = await self._call(call, request, _embed)
+        deployment = _answered(call)
+        tokens = answer.prompt_tokens
+        if tokens is None:
+            tokens = sum(estimate_tokens(text) for text in request.texts)
+            tokens += sum(len(array) for array in request.token_arrays)
+        usage = priced(Usage(prompt_tokens=tokens), self._price(deployment))
+        self.circuits.succeeded(deployment)
+        if call.span.recording:
+            call.span.set(usage_attributes(usage))
+        self._settled(call, deployment, "ok", 200, call.started, usage, call.span, "embeddings")
+        return Embedded(answer.vectors, usage, deployment)
+
+    async def count_tokens(self, request: ChatRequest) -> int | None:
+        """The provider's own count of the request's input tokens (None: it has none)."""
+
+        async def count(provider: Provider, request: ChatRequest) -> int | None:
+            return await provider.count_tokens(provider.readable(request))
+
+        call = _Call()
+        counted = await self._call(call, request, count, "count_tokens")
+        deployment = _answered(call)
+        self.circuits.succeeded(deployment)
+        self._settled(call, deployment, "ok", 200, call.started, Usage(), call.span, "count_tokens")
+        return counted
 
     def _price(self, deployment: Deployment) -> Price | None:
         return price_of(self.config, deployment.provider, deployment.model)
 
-    def _answered(self) -> Deployment:
-        assert self.answered_by is not None
-        return self.answered_by
-
     async def _call[R: (ChatRequest, EmbeddingRequest), T](
         self,
+        call: _Call,
         request: R,
         send: Callable[[Provider, R], Awaitable[T]],
+        operation: str | None = None,
     ) -> T:
-        self.attempts, self.tries, self.answered_by = [], 0, None
         last: ProviderError | None = None
         stages = self.route.stages
         for number, stage in enumerate(stages):
@@ -282,16 +287,17 @@ class Upstream:
             while deployment is not None:
                 tried.add(deployment)
                 try:
-                    return await self._attempt(deployment, request, send)
+                    return await self._attempt_at(call, deployment, request, send, operation)
                 except ProviderError as error:
                     if not (error.retryable or error.context_too_long):
+                        error.attempts = tuple(call.attempts)
                         raise
                     last = error
                 if last.context_too_long:
                     break
                 policy = self.config.providers[deployment.provider].retries
                 # Retries stop while the calls left are needed to try each fallback once.
-                room = self.budget.left() > fallbacks_after
+                room = self.allowance.left() > fallbacks_after
                 following = self._pick(stage, tried) if room and retries < policy.attempts else None
                 if following is None:
                     break
@@ -304,9 +310,11 @@ class Upstream:
                 await asyncio.sleep(wait)
                 deployment = following
         if last is not None:
+            last.attempts = tuple(call.attempts)
             raise last
         # Every deployment's circuit is open: try the one that opened longest ago.
-        return await self._attempt(self.circuits.longest_open(self.route), request, send)
+        longest = self.circuits.longest_open(self.route)
+        return await self._attempt_at(call, longest, request, send, operation)
 
     def _pick(self, stage: tuple[Deployment, ...], tried: set[Deployment]) -> Deployment | None:
         """An available deployment of ``stage`` by weight, one not tried yet if any is."""
@@ -324,38 +332,39 @@ class Upstream:
             deployment, self.config.providers[deployment.provider].circuit
         )
 
-    async def _attempt[R: (ChatRequest, EmbeddingRequest), T](
+    async def _attempt_at[R: (ChatRequest, EmbeddingRequest), T](
         self,
+        call: _Call,
         deployment: Deployment,
         request: R,
         send: Callable[[Provider, R], Awaitable[T]],
+        operation: str | None,
     ) -> T:
         """One attempt; its success is settled by the caller, once the reply is priced."""
-        await self.budget.admit()
-        self.tries += 1
+        await self.allowance.take()
+        call.tries += 1
         provider = self.providers.provider(deployment.provider, self.config)
         probe = self.circuits.starting(deployment)
         request = replace(request, model=deployment.model)
-        operation = operation_of(request)
-        span = self.span.child(f"{operation} {deployment.model}", "client")
+        operation = operation or ("chat" if isinstance(request, ChatRequest) else "embeddings")
+        span = model_span(self.span, operation, deployment.model)
         if span.recording:
             span.set(
                 call_attributes(
                     provider.spec.telemetry_name,
                     provider.base_url,
                     request,
-                    self.tries,
+                    call.tries,
                     TRACING.capture_content,
                 )
             )
-            span.set(self.marks)
         started = time.perf_counter()
         try:
             with span.outgoing():
                 result = await send(provider, request)
         except ProviderError as error:
             self._settled(
-                deployment, error.code, error.status, started, span=span, operation=operation
+                call, deployment, error.code, error.status, started, span=span, operation=operation
             )
             if error.retryable:
                 self._failed(deployment)
@@ -365,30 +374,42 @@ class Upstream:
         except BaseException:
             if probe:
                 self.circuits.abandoned(deployment)
-            self._settled(deployment, "cancelled", 499, started, span=span, operation=operation)
+            self._settled(
+                call, deployment, "cancelled", 499, started, span=span, operation=operation
+            )
             raise
-        self.answered_by, self._started, self._attempt_span = deployment, started, span
+        call.answered_by, call.started, call.span = deployment, started, span
         return result
 
     def _failed(self, deployment: Deployment) -> None:
         self.circuits.failed(deployment, self.config.providers[deployment.provider].circuit)
 
+    def _attempt(
+        self,
+        deployment: Deployment,
+        outcome: str,
+        status: int,
+        started: float,
+        usage: Usage,
+        span: Span,
+    ) -> Attempt:
+        return Attempt(deployment, outcome, status, time.perf_counter() - started, usage, span)
+
     def _settled(
         self,
+        call: _Call,
         deployment: Deployment,
         outcome: str,
         status: int,
         started: float,
         usage: Usage | None = None,
         span: Span = NO_SPAN,
-        reply: ChatResponse | None = None,
         operation: str = "chat",
+        response_model: str | None = None,
     ) -> None:
         """Account for an attempt that ended (``outcome`` "ok", or the error code)."""
-        seconds = time.perf_counter() - started
-        attempt = Attempt(deployment, outcome, status, seconds, usage or Usage())
-        self.attempts.append(attempt)
-        self.journal.append(attempt)
+        attempt = self._attempt(deployment, outcome, status, started, usage or Usage(), span)
+        call.attempts.append(attempt)
         if outcome != "ok":
             span.fail(outcome)
         span.end()
@@ -398,12 +419,17 @@ class Upstream:
             operation,
             PROVIDER_KINDS[kind].telemetry_name,
             deployment.model,
-            reply.response_model if reply is not None else None,
-            seconds,
+            response_model,
+            attempt.seconds,
             None if outcome == "ok" else outcome,
             attempt.usage.prompt_tokens,
             attempt.usage.completion_tokens,
         )
+
+
+def _answered(call: _Call) -> Deployment:
+    assert call.answered_by is not None
+    return call.answered_by
 
 
 async def _complete(provider: Provider, request: ChatRequest) -> ChatResponse:

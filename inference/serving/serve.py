@@ -46,21 +46,23 @@ async def serve(
         key=request.api_key,
         span=request.span,
     )
-    runner = TurnRunner(config, engine, request.log, request.span)
+    runner = TurnRunner(config, engine, request.log)
     header = ReplyHeader(turn.completion_id, turn.created, turn.requested_model, turn.include_usage)
     response: HttpResponseBase
     if client.stream:
-        events = await runner.open_stream(turn)
+        streamed = await runner.open_stream(turn)
         frames = reply.stream(header)
-        response = event_stream(_frames(frames, events, header), frames.content_type)
+        response = event_stream(_frames(frames, streamed.events, header), frames.content_type)
+        headers = streamed.headers
     else:
-        answer = await runner.complete(turn)
-        body = reply.body(header, answer)
+        replied = await runner.complete(turn)
+        body = reply.body(header, replied.answer)
         await reply.finished(body)
         response = json_response(body)
-        if (cost := answer.usage.cost_usd) is not None:
+        if (cost := replied.answer.usage.cost_usd) is not None:
             response["X-Gateway-Cost-Usd"] = f"{cost:.6f}"
-    for name, value in runner.response_headers().items():
+        headers = replied.headers
+    for name, value in headers.items():
         response[name] = value
     if client.tools.dropped:
         response[DROPPED_TOOLS_HEADER] = ", ".join(client.tools.dropped)

@@ -1,12 +1,9 @@
 """A tool call of the agent's own that did not succeed."""
 
-from inference.neutral.types import Usage
-
 
 class ToolFailed(Exception):
-    """The message is what the model is told instead of a result; ``usage`` is what the
-    tool spent (a subagent's calls)."""
+    """The message is what the model is told instead of a result."""
 
-    def __init__(self, message: str, usage: Usage | None = None) -> None:
+    def __init__(self, message: str) -> None:
         super().__init__(message)
-        self.usage = usage or Usage()
+        self.message = message

@@ -1,14 +1,14 @@
 """One conversation with a model, from the request to its final answer.
 
 Each round is one model call, made through the conversation's ``ModelCalls`` (the seam
-before the upstream: routing sends it, and tries again where it failed). A round whose tool calls are all the agent's own is
-run by the gateway and the loop goes on (at most ``MAX_TOOL_ROUNDS`` such rounds); a
-round that calls any client tool ends the turn, after the gateway ran its own calls of
-that round (they are kept in ``exchange`` for the client's follow-up); a final text
-answer is validated against ``response_format`` and sent back for repair while it does
-not match. Usage of every round, repair and subagent adds up in ``spent``. Every model
-call is first admitted by the turn's bounds (``inference.tools.bounds``), shared by all of
-the turn's levels (each upstream attempt of it), and runs only until the turn's deadline.
+before the upstream: routing sends it and tries again where it failed, the layers
+around it cache, trace, record and admit it). A round whose tool calls are all the
+agent's own is run by the gateway and the loop goes on (at most ``MAX_TOOL_ROUNDS`` such
+rounds); a round that calls any client tool ends the turn, after the gateway ran its own
+calls of that round (they are kept in ``exchange`` for the client's follow-up); a final
+text answer is validated against ``response_format`` and sent back for repair while it
+does not match. Every call of the turn, at every level, runs only until the turn's
+deadline (``inference.tools.bounds``).
 
 Streaming: the client sees only the final answer (or the client-tool calls). When the
 agent has tools of its own, each round is collected before it is known to be the last;
@@ -18,19 +18,15 @@ without them the first round is the last and is relayed as it arrives.
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
-from inference.money.admission import estimated_usage
-from inference.neutral.calls import CallOutcome, ModelCalls
-from inference.neutral.tokens import estimate_tokens
+from inference.neutral.calls import CallResult, ModelCalls
 from inference.neutral.types import (
     ChatRequest,
     ChatResponse,
     Message,
     Reasoning,
     ResponseFormat,
-    StreamAccumulator,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -40,12 +36,12 @@ from inference.neutral.types import (
 )
 from inference.providers.base import ProviderError
 from inference.structured.repair import strip_fence, validation_errors, with_repair_turn
-from inference.tools.bounds import TurnBounds, TurnStopped
+from inference.tools.bounds import CallAllowance
 from inference.tools.toolbox import Toolbox
 
 MAX_TOOL_ROUNDS = 8
 
-RunTool = Callable[[ToolCall], Awaitable[tuple[Message, Usage]]]
+RunTool = Callable[[ToolCall], Awaitable[Message]]
 
 
 @dataclass(frozen=True)
@@ -76,8 +72,9 @@ def exchange_of(
 
 class ToolLoop:
     """What its holder reads of it: ``answer`` (once there is one), ``exchange`` (the
-    gateway's half of a round that ended at client calls) and ``outcome`` (of the latest
-    model call); what the turn spent, and what its calls under way have, is in its bounds."""
+    gateway's half of a round that ended at client calls) and ``last`` (the latest model
+    call's result: who answered it, in how many attempts, what the cache did). What the
+    conversation spent is its work's (``inference.money.meter``)."""
 
     def __init__(
         self,
@@ -87,61 +84,34 @@ class ToolLoop:
         response_format: ResponseFormat | None = None,
         max_repairs: int = 0,
         *,
-        bounds: TurnBounds,
+        allowance: CallAllowance,
     ) -> None:
         self.calls = calls
-        self.bounds = bounds
+        self.allowance = allowance
         self.toolbox = toolbox
         self.run_tool = run_tool
         self.response_format = response_format
         self.max_repairs = max_repairs
-        self.spent = Usage()
         self.answer: ChatResponse | None = None
         self.exchange: Exchange | None = None
+        self.last: CallResult | None = None
+        self.spent = Usage()  # by this conversation's own calls (not its subagents')
         self._rounds = 0
         self._repairs = 0
 
-    @property
-    def outcome(self) -> CallOutcome:
-        return self.calls.outcome
-
     async def complete(self, request: ChatRequest) -> ChatResponse:
         while True:
-            call = self.bounds.calling(partial(self._unanswered, request))
             try:
-                async with asyncio.timeout_at(self.bounds.deadline):
-                    reply = await self.calls.complete(request)
+                async with asyncio.timeout_at(self.allowance.deadline):
+                    result = await self.calls.complete(request)
             except TimeoutError:
-                raise self.bounds.timed_out() from None
-            except TurnStopped:
-                self.bounds.done(call)  # refused before it was made
-                raise  # what the turn spent is in the bounds already
-            except ProviderError as error:
-                self.bounds.done(call)
-                self.bounds.spent += error.usage
-                error.usage = self.spent + error.usage
-                raise
-            self.bounds.done(call)
-            self.spent += reply.usage
-            self.bounds.spent += reply.usage
-            step = await self._after(request, reply)
+                raise self.allowance.timed_out() from None
+            self._note(result)
+            step = await self._after(request, result.reply)
             if isinstance(step, ChatResponse):
                 self.answer = step
                 return step
             request = step
-
-    def _unanswered(self, request: ChatRequest) -> Usage:
-        """A whole reply not yet come: its prompt and the most its reply may spend."""
-        prompt = estimate_tokens(_prompt_text(request))
-        return self.calls.priced(estimated_usage(prompt, request.sampling.max_tokens))
-
-    def _streamed(self, request: ChatRequest, round_: StreamAccumulator) -> Usage:
-        """A stream under way: what the provider reported, or, cut before its usage came,
-        its prompt and the text it sent so far."""
-        if round_.usage.total_tokens:
-            return round_.usage
-        prompt = estimate_tokens(_prompt_text(request))
-        return self.calls.priced(Usage(prompt, estimate_tokens("".join(round_.text))))
 
     def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """The final answer's text and client tool calls, as events (then see ``answer``).
@@ -171,62 +141,55 @@ class ToolLoop:
     async def _relayed(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """The only round, relayed as it arrives (tool names as the client knows them). One
         call, no tools: bounded by the provider's own timeout, not the turn's deadline."""
-        accumulator = StreamAccumulator()
-        call = self.bounds.calling(partial(self._streamed, request, accumulator))
-        try:
-            async for event in self.calls.stream(request):
-                accumulator.add(event)
+        client_names = self.toolbox.client_names
+        async with self.calls.stream(request) as call:
+            async for event in call.events:
                 if (isinstance(event, TextDelta) and event.text) or isinstance(event, Reasoning):
                     yield event
                 elif isinstance(event, ToolCallDelta):
-                    name = self.toolbox.client_names.get(event.name or "", event.name)
-                    yield replace(event, name=name)
-        except TurnStopped:
-            self.bounds.done(call)  # refused before it was made
-            raise
-        self.bounds.done(call)
-        self.spent += accumulator.usage
-        self.bounds.spent += accumulator.usage
-        reply = accumulator.response()
+                    yield replace(event, name=client_names.get(event.name or "", event.name))
+        result = call.result
+        assert result is not None, "a stream that ended has its result"
+        self._note(result)
+        reply = result.reply
         if reply.tool_calls:
             self.exchange = exchange_of([], (), list(reply.tool_calls), reply.reasoning)
         calls = tuple(self.toolbox.to_client(call) for call in reply.tool_calls)
-        self.answer = replace(reply, usage=self.spent, tool_calls=calls)
+        self.answer = replace(reply, tool_calls=calls)
 
     async def _collected(self, request: ChatRequest) -> ChatResponse:
-        accumulator = StreamAccumulator()
-        call = self.bounds.calling(partial(self._streamed, request, accumulator))
         try:
-            async with asyncio.timeout_at(self.bounds.deadline):
-                async for event in self.calls.stream(request, held=True):
-                    accumulator.add(event)
+            async with asyncio.timeout_at(self.allowance.deadline):
+                async with self.calls.stream(request, held=True) as call:
+                    async for _ in call.events:
+                        pass
         except TimeoutError:
-            raise self.bounds.timed_out() from None
-        except TurnStopped:
-            self.bounds.done(call)  # refused before it was made
-            raise
-        self.bounds.done(call)
-        self.spent += accumulator.usage
-        self.bounds.spent += accumulator.usage
-        return accumulator.response()
+            raise self.allowance.timed_out() from None
+        result = call.result
+        assert result is not None, "a stream that ended has its result"
+        self._note(result)
+        return result.reply
+
+    def _note(self, result: CallResult) -> None:
+        self.last = result
+        self.spent += result.usage
 
     async def _after(self, request: ChatRequest, reply: ChatResponse) -> ChatResponse | ChatRequest:
         """The turn's answer, or the request of the next round."""
         if reply.tool_calls:
             return await self._tool_round(request, reply)
         if self.response_format is None:
-            return replace(reply, usage=self.spent)
+            return reply
         text = strip_fence(reply.text)
         errors = validation_errors(text, self.response_format)
         if not errors:
-            return replace(reply, text=text, usage=self.spent)
+            return replace(reply, text=text)
         if self._repairs >= self.max_repairs:
             raise ProviderError(
                 502,
                 f"The model's reply did not match response_format after {self.max_repairs} "
                 f"repair attempt(s): {'; '.join(errors)}",
                 code="structured_output_invalid",
-                usage=self.spent,
             )
         self._repairs += 1
         return with_repair_turn(request, reply.text, errors)
@@ -241,18 +204,14 @@ class ToolLoop:
                 f"The agent made tool calls in {MAX_TOOL_ROUNDS} rounds without a final answer "
                 f"(the tool loop is limited to {MAX_TOOL_ROUNDS} rounds)",
                 code="tool_loop_limit",
-                usage=self.spent,
             )
         own = [call for call in reply.tool_calls if call.name not in self.toolbox.client_names]
         client = [call for call in reply.tool_calls if call.name in self.toolbox.client_names]
-        ran = await asyncio.gather(*(self._run(call) for call in own))
-        results = tuple(message for message, _ in ran)
-        for _, usage in ran:
-            self.spent += usage
+        results = tuple(await asyncio.gather(*(self._run(call) for call in own)))
         if client:
             self.exchange = exchange_of(own, results, client, reply.reasoning)
             calls = tuple(self.toolbox.to_client(call) for call in client)
-            return replace(reply, finish_reason="tool_calls", usage=self.spent, tool_calls=calls)
+            return replace(reply, finish_reason="tool_calls", tool_calls=calls)
         # The client's tool_choice applies to the first round; later rounds choose freely.
         choice = request.tool_choice
         if choice is not None and choice.mode == "required":
@@ -267,12 +226,8 @@ class ToolLoop:
             request, messages=(*request.messages, assistant, *results), tool_choice=choice
         )
 
-    async def _run(self, call: ToolCall) -> tuple[Message, Usage]:
+    async def _run(self, call: ToolCall) -> Message:
         if call.name not in self.toolbox.agent_tools or self.run_tool is None:
             text = f"Error: there is no tool named '{call.name}'."
-            return Message(role="tool", content=text, tool_call_id=call.id, name=call.name), Usage()
+            return Message(role="tool", content=text, tool_call_id=call.id, name=call.name)
         return await self.run_tool(call)
-
-
-def _prompt_text(request: ChatRequest) -> str:
-    return request.system + "".join(message.content for message in request.messages)

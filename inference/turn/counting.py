@@ -1,7 +1,8 @@
 """How many input tokens an agent's upstream would be sent for a request: the agent's
 preamble, and the request's system part, messages and tools. The provider counts where
-it can (Anthropic); for the others, and when the count fails, it is estimated. No user,
-no history, nothing billed (docs/messages.md, "count_tokens")."""
+it can (Anthropic), asked through routing like any call to it (its deployments, retries
+and circuit breakers); for the others, and when the count fails, it is estimated. No
+user, no history, nothing billed (docs/messages.md, "count_tokens")."""
 
 import json
 import logging
@@ -12,6 +13,8 @@ from inference.engine import Engine
 from inference.neutral.tokens import estimate_tokens
 from inference.neutral.types import ChatRequest, Message, ToolSpec
 from inference.providers.base import ProviderError
+from inference.routing.deployments import route_of
+from inference.routing.upstream import RoutedCalls
 
 logger = logging.getLogger("gateway.inference")
 
@@ -26,9 +29,8 @@ async def prompt_tokens(
 ) -> int:
     prompt = "\n\n".join(part for part in (agent.preamble, *system) if part.strip())
     request = ChatRequest(model=agent.model, system=prompt, messages=tuple(messages), tools=tools)
-    provider = engine.providers.provider(agent.provider, config)
     try:
-        counted = await provider.count_tokens(provider.readable(request))
+        counted = await RoutedCalls(route_of(agent), config, engine).count_tokens(request)
     except ProviderError as error:
         logger.warning("count_tokens: %s; answered with the estimate", error)
         counted = None

@@ -14,15 +14,16 @@ from core.requestlog import RequestLog
 from inference.database import in_database
 from inference.engine import Engine
 from inference.money.admission import admit, release_quietly
+from inference.money.caller import Caller
 from inference.money.caps import operator_caps
 from inference.money.keys import KeyGrant
 from inference.money.prices import price_of, priced
-from inference.money.settlement import Charge, settle
-from inference.neutral.calls import Answerer
+from inference.money.settlement import Charge, charge, settle
+from inference.neutral.calls import Answerer, Embedded
 from inference.neutral.errors import invalid_request
 from inference.neutral.request import Claims
 from inference.neutral.tokens import estimate_tokens
-from inference.neutral.types import Embedded, Usage
+from inference.neutral.types import Usage
 from inference.providers.base import ProviderError
 from inference.routing.embedding import embed
 from inference.telemetry.spans import NO_SPAN, Span
@@ -80,22 +81,19 @@ async def embed_for_user(
         price_of(config, embedder.provider, embedder.model),
     )
     caps = operator_caps(config.budgets, user_id)
-    reservation = await in_database(
-        admit, user_id, caps, estimate.total_tokens, now, key, estimate.cost_micro_usd or 0
-    )
+    caller = Caller(user_id, key, caps, "embedding", span, now)
+    reservation = await in_database(admit, caller, estimate, now, request=True)
+    held = (reservation,) if reservation is not None else ()
 
-    def charge(usage: Usage) -> Charge:
-        return Charge(
-            kind="turn",
-            user_id=user_id,
+    def billed(usage: Usage) -> Charge:
+        return charge(
+            caller,
+            usage,
             agent=embedder.name,
             call_id=f"emb-{uuid.uuid4().hex}",
-            usage=usage,
             answered_by=Answerer(embedder.provider, embedder.model),
-            key_id=key.id if key is not None else None,
-            reservation=reservation,
+            reservations=held,
             created_at=now,
-            started_at=now,
         )
 
     try:
@@ -112,16 +110,16 @@ async def embed_for_user(
     except asyncio.CancelledError:
         # The client went away with the call under way: it is billed at the estimate.
         log.prompt_tokens, log.cost_usd = estimate.prompt_tokens, estimate.cost_usd
-        await asyncio.shield(engine.writer.write(settle, charge(estimate)))
+        await asyncio.shield(engine.writer.write(settle, billed(estimate)))
         raise
     except BaseException as error:
-        if reservation is not None:  # nothing was spent: no ledger row will settle it
-            await asyncio.shield(release_quietly(reservation))
+        # Nothing was spent: no ledger row will settle the reservation.
+        await asyncio.shield(release_quietly(held))
         if not isinstance(error, ProviderError):
             raise
         log.error = error.code
         raise error.as_api_error() from error
     log.prompt_tokens = embedded.usage.prompt_tokens
     log.cost_usd = embedded.usage.cost_usd
-    await engine.writer.write(settle, charge(embedded.usage))
+    await engine.writer.write(settle, billed(embedded.usage))
     return embedded

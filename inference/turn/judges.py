@@ -22,22 +22,20 @@ from agents.schema import Config, JudgeConfig
 from core.logformat import log_event
 from core.metrics import observe_judge_scores
 from inference.cache.forgetting import forget_entry
+from inference.calls.asking import Asked, Billing, ask
 from inference.database import in_database
 from inference.engine import Engine
 from inference.erasures import erasures_of
 from inference.models import JudgeRun, JudgeScore
-from inference.money.settlement import Charge, settle
-from inference.neutral.calls import Answerer
-from inference.neutral.types import ChatRequest, Message, ResponseFormat, Usage
-from inference.providers.base import ProviderError
+from inference.money.caller import Caller
+from inference.money.settlement import settle
+from inference.neutral.types import ChatRequest, Message, ResponseFormat
 from inference.routing.deployments import route_of
 from inference.structured.exchange import quoted_exchange
 from inference.structured.instruction import structured_output_instruction
 from inference.telemetry.genai import agent_attributes, judged_attributes, usage_attributes
-from inference.telemetry.spans import NO_SPAN, Span
-from inference.tools.bounds import TurnBounds
-from inference.tools.executor import CallContext, tool_loop
-from inference.tools.toolbox import Toolbox
+from inference.telemetry.names import agent_span
+from inference.telemetry.spans import Span
 
 logger = logging.getLogger("gateway.judges")
 
@@ -63,17 +61,25 @@ class JudgedEntry:
 
 @dataclass(frozen=True)
 class JudgedReply:
-    """A reply to judge, and whose it was."""
+    """A reply to judge, and whose it was: the caller of the judged turn (when it began:
+    its user erased since gets a digest), the agent that answered."""
 
     completion_id: str
-    user_id: str
+    caller: Caller
     agent: str
     experiment: str
     variant: str
     user_text: str
     reply: str
-    started_at: datetime  # when the judged turn began (its user erased since: a digest)
     cached: JudgedEntry | None = None
+
+    @property
+    def user_id(self) -> str:
+        return self.caller.user_id
+
+    @property
+    def started_at(self) -> datetime:
+        return self.caller.started_at
 
 
 def sampled_judges(
@@ -115,36 +121,33 @@ def judge_request(judge: JudgeConfig, user_text: str, reply: str) -> ChatRequest
 
 
 async def judge_reply(
+    judge: JudgeConfig, subject: JudgedReply, config: Config, engine: Engine
+) -> None:
+    """Score one reply with one judge and record the outcome, whatever it is; in the
+    reply's trace, an ``invoke_agent`` span under the judged turn's caller's."""
+    caller = subject.caller.to("judge")
+    with agent_span(caller.span, judge.name) as span:
+        if span.recording:
+            span.set(agent_attributes(judge.name, judge.model, subject.user_id))
+            span.set(judged_attributes(subject.agent))
+        await _judge(judge, subject, config, engine, caller.traced(span), span)
+
+
+async def _judge(
     judge: JudgeConfig,
     subject: JudgedReply,
     config: Config,
     engine: Engine,
-    parent: Span = NO_SPAN,
-) -> None:
-    """Score one reply with one judge and record the outcome, whatever it is; in the
-    reply's trace, an ``invoke_agent`` span under ``parent``."""
-    with parent.child(f"invoke_agent {judge.name}") as span:
-        if span.recording:
-            span.set(agent_attributes(judge.name, judge.model, subject.user_id))
-            span.set(judged_attributes(subject.agent))
-        await _judge(judge, subject, config, engine, span)
-
-
-async def _judge(
-    judge: JudgeConfig, subject: JudgedReply, config: Config, engine: Engine, span: Span
+    caller: Caller,
+    span: Span,
 ) -> None:
     request = judge_request(judge, subject.user_text, subject.reply)
-    context = CallContext(config, engine, subject.user_id, TurnBounds(config.limits), span=span)
-    loop = tool_loop(context, route_of(judge), Toolbox(), request.response_format)
+    billing = Billing(subject.agent, subject.completion_id, subject.experiment, subject.variant)
     verdict: dict[str, Any] | None = None
     error = ""
-    spent = Usage()
+    asked: Asked | None = None
     try:
-        answer = await loop.complete(request)
-        verdict, spent = json.loads(answer.text), answer.usage
-    except ProviderError as failure:
-        error, spent = failure.message, failure.usage
-        span.fail(failure.code)
+        asked = await ask(caller, config, engine, route_of(judge), request, billing, settles=False)
     except asyncio.CancelledError:
         # Shutdown ran out of patience with this judge: say so, since nothing is recorded.
         log_event(
@@ -161,9 +164,13 @@ async def _judge(
         logger.exception("judge %s failed on %s", judge.name, subject.completion_id)
         error = f"internal error: {type(failure).__name__}"
         span.fail(type(failure).__name__)
-    span.set(usage_attributes(spent))
-    answered_by = loop.outcome.answered_by
-    await in_database(record_verdict, judge, subject, verdict, error, spent, answered_by)
+    if asked is not None:
+        span.set(usage_attributes(asked.usage))
+        if asked.text is not None:
+            verdict = json.loads(asked.text)
+        else:
+            error = asked.error
+    await in_database(record_verdict, judge, subject, verdict, error, asked)
     if verdict is not None:
         scores = {criterion: verdict[criterion]["score"] for criterion in judge.rubrics}
         observe_judge_scores(judge.name, subject.agent, scores)
@@ -185,8 +192,7 @@ def record_verdict(
     subject: JudgedReply,
     verdict: dict[str, Any] | None,
     error: str,
-    spent: Usage,
-    answered_by: Answerer | None,
+    asked: Asked | None,
 ) -> None:
     """The judge's run, its scores, and what it spent (charged to the judged agent)."""
     with transaction.atomic():
@@ -200,8 +206,8 @@ def record_verdict(
             "judge": judge.name,
             "judge_model": judge.model,
         }
-        if spent.total_tokens:
-            settle([_charge(subject, spent, answered_by)], erasures)
+        if asked is not None and asked.charge is not None:
+            settle([asked.charge], erasures)
         run = JudgeRun.objects.create(
             **common, status="ok" if verdict is not None else "failed", error=error
         )
@@ -218,18 +224,3 @@ def record_verdict(
             )
             for criterion in judge.rubrics
         )
-
-
-def _charge(subject: JudgedReply, spent: Usage, answered_by: Answerer | None) -> Charge:
-    """The judge's calls, charged to the judged agent (and its experiment and variant)."""
-    return Charge(
-        kind="judge",
-        user_id=subject.user_id,
-        agent=subject.agent,
-        call_id=subject.completion_id,
-        usage=spent,
-        answered_by=answered_by,
-        experiment=subject.experiment,
-        variant=subject.variant,
-        started_at=subject.started_at,
-    )

@@ -1,9 +1,10 @@
 """Everything decided about a turn before the model is called.
 
-identify the user → parse metadata limits and language → check token budgets (and
-reserve the turn's tokens) and load what the database holds for the turn (history,
-stored tool exchanges, a bandit's means) in one call → require a user message → route to an agent (an experiment's variant) →
-gather its tools → build its request.
+identify the user → parse metadata limits and language → the turn's caller (user, key,
+caps, trace) → admit its first model call (budgets and the key's limits; its tokens
+reserved) and load what the database holds for the turn (history, stored tool exchanges,
+a bandit's means, files, memories) in one call → require a user message → route to an
+agent (an experiment's variant) → gather its tools → build its request.
 """
 
 import asyncio
@@ -26,10 +27,11 @@ from inference.files.storage import folder_of
 from inference.ledger.history import load_history
 from inference.memory.recall import Recall, recall
 from inference.memory.store import Shelf, shelf
-from inference.money.admission import admit, release_quietly, reservation_size
+from inference.money.admission import admit, estimated_usage, release_quietly
+from inference.money.caller import Caller, Purpose
 from inference.money.caps import operator_caps
 from inference.money.keys import KeyGrant
-from inference.money.prices import price_of
+from inference.money.prices import price_of, priced
 from inference.neutral.errors import ApiError, invalid_request
 from inference.neutral.readers import check_tool_schemas
 from inference.neutral.request import ClientRequest, ToolOffer
@@ -65,7 +67,7 @@ class Setting:
 class Stored:
     """What the database holds for the turn, read (and reserved) before the call."""
 
-    reservation: int | None  # the budget reservation, when the request carries caps
+    reservation: int | None  # the first call's, when the caller is limited
     history: list[Message]
     exchanges: dict[str, Exchange]
     arms: dict[str, Arm]
@@ -89,22 +91,29 @@ class AgentCall:
 class Turn:
     completion_id: str
     created: int
-    user_id: str
+    caller: Caller  # who it is for, under which limits (the user, the key that pays)
     requested_model: str  # what the client sent as model: history is kept under it
     routing: Routing
     setting: Setting
     call: AgentCall  # the answering agent's
     user_text: str
     include_usage: bool
-    reservation: int | None = None  # settled by the turn's ledger row
-    key: KeyGrant | None = None  # the minted API key that pays for it
+    reservation: int | None = None  # its first call's (the turn's ledger row settles it)
     cache_control: CacheControl = field(default_factory=CacheControl)  # what the cache may do
-    # When the request's work began (an erasure of the user since drops what it writes).
-    started_at: datetime = field(default_factory=timezone.now)
+
+    @property
+    def user_id(self) -> str:
+        return self.caller.user_id
 
     @property
     def key_id(self) -> int | None:
-        return self.key.id if self.key is not None else None
+        return self.caller.key_id
+
+    @property
+    def started_at(self) -> datetime:
+        """When the request's work began (an erasure of the user since drops what it
+        writes)."""
+        return self.caller.started_at
 
     @property
     def agent(self) -> AgentConfig:
@@ -131,8 +140,12 @@ async def prepare_turn(
     id_prefix: str = "chatcmpl-",
     key: KeyGrant | None = None,
     span: Span = NO_SPAN,
+    purpose: Purpose = "turn",
+    task_depth: int = 0,
 ) -> Turn:
-    """``span``: the request's server span (the recall of memories is under it)."""
+    """``span``: the request's server span (the turn's calls and the recall of memories
+    are under it); ``purpose`` and ``task_depth``: why the turn runs (a request, a task
+    ``task_depth`` levels down, a call over MCP)."""
     started_at = timezone.now()
     user_id = resolve_user_id(client.claims, config, key)
     log.user, log.model = user_id, client.model
@@ -141,17 +154,17 @@ async def prepare_turn(
     options = parse_options(client.metadata)
     if operator := operator_caps(config.budgets, user_id):
         options = replace(options, caps=options.caps + operator)
-    if _reads_nothing(config, client, options, key):
+    caller = Caller(user_id, key, options.caps, purpose, span, started_at, task_depth)
+    if _reads_nothing(config, client, options, caller):
         stored = Stored(reservation=None, history=[], exchanges={}, arms={})
     else:
-        stored = await _stored(config, client, engine, user_id, options, key)
+        stored = await _stored(config, client, engine, caller, options)
     try:
-        turn = await _turn(client, config, engine, log, id_prefix, user_id, options, stored, span)
-        return replace(turn, key=key, started_at=started_at)
+        return await _turn(client, config, engine, log, id_prefix, caller, options, stored)
     except BaseException:
         # The turn never reached the call whose recording settles the reservation.
         if stored.reservation is not None:
-            await asyncio.shield(release_quietly(stored.reservation))
+            await asyncio.shield(release_quietly([stored.reservation]))
         raise
 
 
@@ -159,16 +172,15 @@ async def _stored(
     config: Config,
     client: ClientRequest,
     engine: Engine,
-    user_id: str,
+    caller: Caller,
     options: RequestOptions,
-    key: KeyGrant | None,
 ) -> Stored:
     """What the turn needs from the database. The call's unit of work commits even if the
     request is cancelled while it runs (a client that went away): its reservation is then
     released in the background rather than held until it expires."""
     now = timezone.now()
     reading = asyncio.ensure_future(
-        in_database(_before_the_call, config, client, user_id, options, now, key)
+        in_database(_before_the_call, config, client, caller, options, now)
     )
     try:
         return await asyncio.shield(reading)
@@ -181,7 +193,7 @@ def _release_orphan(engine: Engine, reading: "asyncio.Future[Stored]") -> None:
     if reading.cancelled() or reading.exception() is not None:
         return
     if (reservation := reading.result().reservation) is not None:
-        engine.background.spawn(release_quietly(reservation), name="release reservation")
+        engine.background.spawn(release_quietly([reservation]), name="release reservation")
 
 
 async def _turn(
@@ -190,12 +202,12 @@ async def _turn(
     engine: Engine,
     log: RequestLog,
     id_prefix: str,
-    user_id: str,
+    caller: Caller,
     options: RequestOptions,
     stored: Stored,
-    span: Span,
 ) -> Turn:
     await checked_tools(client.tools)
+    user_id = caller.user_id
     user_text = client.user_text
     if user_text is None:
         raise invalid_request(
@@ -214,11 +226,11 @@ async def _turn(
     memories = Recall()
     if routing.agent.memory is not None and options.history:
         shelf = stored.shelf if routing.experiment is None else None
-        memories = await recall(routing.agent, user_id, user_text, config, engine, span, shelf)
+        memories = await recall(routing.agent, caller, user_text, config, engine, shelf)
     return Turn(
         completion_id=log.completion_id,
         created=int(time.time()),
-        user_id=user_id,
+        caller=caller,
         requested_model=client.model,
         routing=routing,
         setting=setting,
@@ -286,11 +298,11 @@ def live_config(config: Config | None, problems: list[str]) -> Config:
 def _before_the_call(
     config: Config,
     client: ClientRequest,
-    user_id: str,
+    caller: Caller,
     options: RequestOptions,
     now: datetime,
-    key: KeyGrant | None,
 ) -> Stored:
+    user_id = caller.user_id
     replays = _replays(config, client, options)
     history = load_history(user_id, client.model, config.history) if replays else []
     call_ids = [call.id for message in client.messages for call in message.tool_calls]
@@ -300,8 +312,8 @@ def _before_the_call(
     files = load_files(user_id, file_ids, folder_of(config)) if file_ids else {}
     held = _memories(config, client, user_id, options)
     # Last: nothing that may fail comes between the reservation and its return.
-    tokens, micro_usd = _reservation_size(config, client, history)
-    reservation = admit(user_id, options.caps, tokens, now, key, micro_usd)
+    estimate = _first_call_estimate(config, client, history)
+    reservation = admit(caller, estimate, now, request=True)
     return Stored(reservation, history, exchanges, arms, files, held)
 
 
@@ -325,14 +337,14 @@ def _memories(
 
 
 def _reads_nothing(
-    config: Config, client: ClientRequest, options: RequestOptions, key: KeyGrant | None
+    config: Config, client: ClientRequest, options: RequestOptions, caller: Caller
 ) -> bool:
     """Whether the turn needs nothing from the database (no budget or key limit to check,
     no history to replay, no tool round to restore, no experiment to route), so it skips
     the call."""
     return (
-        not options.caps
-        and not (key is not None and key.limited)
+        not caller.limited
+        and not caller.rechecks_key
         and not _replays(config, client, options)
         and not any(message.tool_calls for message in client.messages)
         and config.experiment(config.target(client.model)) is None
@@ -369,12 +381,10 @@ def _replays(config: Config, client: ClientRequest, options: RequestOptions) -> 
     return not (client.manages_history or stateless)
 
 
-def _reservation_size(
-    config: Config, client: ClientRequest, history: list[Message]
-) -> tuple[int, int]:
-    """The estimated prompt plus the reply's limit, in tokens and in micro-USD at the
-    dearest price of the agents the model may route to. The prompt: the longest preamble
-    of those agents, the replayed history, the request's system part and its messages."""
+def _first_call_estimate(config: Config, client: ClientRequest, history: list[Message]) -> Usage:
+    """The estimated prompt plus the reply's limit, priced at the dearest price of the
+    agents the model may route to. The prompt: the longest preamble of those agents, the
+    replayed history, the request's system part and its messages."""
     target = config.target(client.model)
     agents = [config.agent(target)]
     if (experiment := config.experiment(target)) is not None:
@@ -386,9 +396,7 @@ def _reservation_size(
         + "".join(client.system)
         + "".join(message.content for message in client.messages)
     )
-    tokens = reservation_size(estimate_tokens(prompt) + preamble, client.sampling.max_tokens)
-    prompt_tokens = estimate_tokens(prompt) + preamble
-    usage = Usage(prompt_tokens, max(0, tokens - prompt_tokens))
+    usage = estimated_usage(estimate_tokens(prompt) + preamble, client.sampling.max_tokens)
     prices = [price_of(config, agent.provider, agent.model) for agent in served]
-    micro_usd = max((price.cost(usage) for price in prices if price is not None), default=0)
-    return tokens, micro_usd
+    costs = [priced(usage, price).cost_micro_usd or 0 for price in prices if price is not None]
+    return replace(usage, cost_micro_usd=max(costs, default=0))

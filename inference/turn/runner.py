@@ -2,14 +2,15 @@
 record what was spent and said, and start what follows the reply.
 
 Both ways of answering go through here: ``complete`` for a whole answer, ``open_stream``
-for events as they come. Provider failures leave as ``ApiError``s; the wire modules
+for events as they come; each gives back the answer with the response's headers in one
+value. Provider failures leave as ``ApiError``s; the wire modules
 (``inference.dialects``) only shape what the runner hands them.
 """
 
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -17,34 +18,36 @@ from django.utils import timezone
 
 from agents.schema import Config
 from core.afterresponse import after_response
+from core.logformat import log_failure
 from core.requestlog import RequestLog
+from inference.background import releasing
 from inference.cache.housekeeping import housekeeping_due, keep_cache
-from inference.cache.use import TurnCache
+from inference.calls.conversation import Conversation
+from inference.calls.recorder import CallRecorder
 from inference.database import in_database
 from inference.engine import Engine
 from inference.memory.extraction import TurnToLearn, extract_memories
-from inference.money.admission import admit_call, release_quietly
+from inference.money.admission import release_quietly
+from inference.money.meter import Meter
 from inference.neutral.errors import ApiError
 from inference.neutral.types import (
     ChatResponse,
     Finish,
     StreamEvent,
     TextDelta,
-    Usage,
     UsageReport,
 )
 from inference.providers.base import ProviderError
-from inference.routing.upstream import Attempt
 from inference.telemetry.genai import (
     agent_attributes,
     experiment_attributes,
     key_attributes,
     usage_attributes,
 )
-from inference.telemetry.spans import NO_SPAN, Attributes, Span
-from inference.tools.bounds import TurnBounds
+from inference.telemetry.names import agent_span
+from inference.telemetry.spans import Attributes
+from inference.tools.bounds import CallAllowance
 from inference.tools.exchanges import delete_expired
-from inference.tools.executor import CallContext, tool_loop
 from inference.tools.loop import ToolLoop
 from inference.turn.judges import JudgedEntry, JudgedReply, judge_reply, sampled_judges
 from inference.turn.preparation import Turn
@@ -54,56 +57,67 @@ from inference.turn.shadows import run_shadow
 logger = logging.getLogger("gateway.inference")
 
 
-class TurnRunner:
-    """``span``: the request's server span; the turn is an ``invoke_agent`` span under
-    it, and the judges and shadows after the reply are others."""
+@dataclass(frozen=True)
+class Replied:
+    """A whole answer as the client is told it, and the response's headers."""
 
-    def __init__(
-        self, config: Config, engine: Engine, log: RequestLog, span: Span = NO_SPAN
-    ) -> None:
+    answer: ChatResponse
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """The answer as events (its text, client tool calls, a ``Finish`` and the total
+    ``UsageReport``), and the response's headers, known once it began."""
+
+    events: AsyncIterator[StreamEvent]
+    headers: dict[str, str]
+
+
+class TurnRunner:
+    def __init__(self, config: Config, engine: Engine, log: RequestLog) -> None:
         self.config = config
         self.engine = engine
         self.log = log
-        self.span = span
-        self.invoke = NO_SPAN
-        self.loop: ToolLoop | None = None
-        self.cache: TurnCache | None = None  # the turn's use of its agent's response cache
-        self.bounds = TurnBounds(config.limits)
-        self.journal: list[Attempt] = []  # every upstream attempt of the turn (the log's)
 
-    async def complete(self, turn: Turn) -> ChatResponse:
-        loop = self._loop(turn)
-        with self.invoke:
+    async def complete(self, turn: Turn) -> Replied:
+        conversation, loop = self._conversation(turn)
+        invoke = conversation.caller.span
+        with invoke:
             try:
                 answer = await loop.complete(turn.call.request)
             except ProviderError as error:
-                self.invoke.fail(error.code)
-                await self._record(turn, loop, self._billed(), None)
-                raise self._failure(error) from error
+                invoke.fail(error.code)
+                await self._record(turn, conversation, loop, None)
+                raise self._failure(error, conversation.recorder) from error
             except BaseException:
                 # Another failure, or the client went away (cancelled): bill what was
                 # spent, the calls it cut short at their estimate, and settle the budget
-                # reservation.
-                await asyncio.shield(self._settle_quietly(turn, loop, self._billed()))
+                # reservations.
+                await asyncio.shield(self._settle_quietly(turn, conversation, loop))
                 raise
-            await self._record(turn, loop, answer.usage, _remembered(answer))
-        self._after_reply(turn, loop, answer)
-        return self._shown(answer)
+            await self._record(turn, conversation, loop, _remembered(answer))
+        shown = self._shown(answer, conversation)
+        self._after_reply(turn, conversation, loop, answer)
+        return Replied(shown, _headers(turn, conversation.recorder))
 
-    async def open_stream(self, turn: Turn) -> AsyncIterator[StreamEvent]:
-        """The answer as events: its text, client tool calls, a ``Finish`` and the total
-        ``UsageReport``. The first event is awaited here, so a failure before it is an
-        HTTP error rather than a stream that ends in one."""
-        events = self._events(turn)
+    async def open_stream(self, turn: Turn) -> Streamed:
+        """The first event is awaited here, so a failure before it is an HTTP error rather
+        than a stream that ends in one."""
+        conversation, loop = self._conversation(turn)
+        events = self._events(turn, conversation, loop)
         try:
             first = await anext(events)
         except BaseException:
             await events.aclose()
             raise
-        return _starting_with(first, events)
+        headers = _headers(turn, conversation.recorder)
+        return Streamed(_starting_with(first, events), headers)
 
-    async def _events(self, turn: Turn) -> AsyncGenerator[StreamEvent]:
-        loop = self._loop(turn)
+    async def _events(
+        self, turn: Turn, conversation: Conversation, loop: ToolLoop
+    ) -> AsyncGenerator[StreamEvent]:
+        invoke = conversation.caller.span
         sent: list[str] = []
         outcome = "cut"  # until it is known otherwise, the client went away
         try:
@@ -114,20 +128,20 @@ class TurnRunner:
             answer = loop.answer
             assert answer is not None
             yield Finish(answer.finish_reason, by_stop_sequence=answer.by_stop_sequence)
-            yield UsageReport(self._shown(answer).usage)
+            yield UsageReport(self._shown(answer, conversation).usage)
             outcome = "done"
         except ProviderError as error:
             outcome = "failed"
-            self.invoke.fail(error.code)
-            raise self._failure(error) from error
+            invoke.fail(error.code)
+            raise self._failure(error, conversation.recorder) from error
         except Exception as error:
             outcome = "failed"
-            self.invoke.fail(type(error).__name__)
+            invoke.fail(type(error).__name__)
             raise
         finally:
             if outcome == "cut":
-                self.invoke.fail("cancelled")
-            self.invoke.end()
+                invoke.fail("cancelled")
+            invoke.end()
             # A disconnect cancels this generator at its current await; the bill must be
             # written all the same: tokens the provider already spent are billed.
             reply = None
@@ -135,103 +149,55 @@ class TurnRunner:
                 reply = _remembered(loop.answer)
             elif outcome == "cut":
                 reply = "".join(sent)
-            await asyncio.shield(self._record_quietly(turn, loop, self._billed(), reply))
+            await asyncio.shield(self._record_quietly(turn, conversation, loop, reply))
             if outcome == "done" and loop.answer is not None:
-                self._after_reply(turn, loop, loop.answer)
+                self._after_reply(turn, conversation, loop, loop.answer)
 
-    def _loop(self, turn: Turn) -> ToolLoop:
+    def _conversation(self, turn: Turn) -> tuple[Conversation, ToolLoop]:
+        """The turn's conversation with the agent the client called: its own span, the
+        turn's allowance of calls, the meter that admits each and bills them, and the
+        recorder of what they did; and its tool loop."""
         call = turn.call
-        self.invoke = self.span.child(f"invoke_agent {turn.agent.name}")
-        if self.invoke.recording:
-            self.invoke.set(_turn_attributes(turn))
-        self.bounds = self._bounds(turn)
-        if turn.agent.cache is not None:
-            self.cache = TurnCache(turn.cache_control, turn.user_id, turn.key_id)
-        context = CallContext(
+        invoke = agent_span(turn.caller.span, turn.agent.name)
+        if invoke.recording:
+            invoke.set(_turn_attributes(turn))
+        conversation = Conversation(
             self.config,
             self.engine,
-            turn.user_id,
-            self.bounds,
-            journal=self.journal,
-            span=self.invoke,
-            cache=self.cache,
+            turn.caller.traced(invoke),
+            CallAllowance(self.config.limits),
+            Meter(turn.caller, turn.reservation),
+            CallRecorder(),
+            control=turn.cache_control,
         )
-        self.loop = tool_loop(
-            context, call.route, call.toolbox, call.request.response_format, agent=turn.agent
+        loop = conversation.loop(
+            call.route, call.toolbox, call.request.response_format, agent=turn.agent
         )
-        return self.loop
+        return conversation, loop
 
-    def _shown(self, answer: ChatResponse) -> ChatResponse:
-        """The answer as the client is told it: the tokens of calls the cache answered
-        are reported (at no cost) beside what was spent."""
-        if self.cache is None or not self.cache.hits:
-            return answer
-        return replace(answer, usage=answer.usage + self.cache.shown)
+    def _shown(self, answer: ChatResponse, conversation: Conversation) -> ChatResponse:
+        """The answer as the client is told it: what every call of the turn spent, and
+        the tokens of the calls the cache answered (at no cost)."""
+        usage = conversation.meter.spent
+        if conversation.recorder.hits:
+            usage += conversation.recorder.shown
+        return replace(answer, usage=usage)
 
-    def _billed(self) -> Usage:
-        """What the turn is billed: its finished model calls (every level), and the calls
-        still under way (a client that went away cut them) at their estimate."""
-        return self.bounds.spent + self.bounds.in_flight()
-
-    def upstream_headers(self) -> dict[str, str]:
-        """``X-Gateway-Upstream`` and ``X-Gateway-Attempts`` of the turn's final model call."""
-        if self.loop is None:
-            return {}
-        outcome = self.loop.outcome
-        headers = {"X-Gateway-Attempts": str(outcome.attempts)}
-        if outcome.answered_by is not None:
-            headers["X-Gateway-Upstream"] = outcome.answered_by.label
-        return headers
-
-    def response_headers(self) -> dict[str, str]:
-        """The upstream's headers and, for a cached agent, ``X-Gateway-Cache`` (and
-        ``X-Gateway-Cache-Age`` of a hit) of the final model call, or of the first for a
-        stream whose headers leave before later calls."""
-        headers = self.upstream_headers()
-        if self.cache is not None:
-            headers["X-Gateway-Cache"] = self.cache.result
-            last = self.cache.last
-            if last is not None and last.age is not None:
-                headers["X-Gateway-Cache-Age"] = str(last.age)
-        return headers
-
-    def _bounds(self, turn: Turn) -> TurnBounds:
-        """The turn's bounds; with caps on the user or limits on the key, each of its model
-        calls after the first is admitted against them with what the turn has spent so
-        far."""
-        caps, key = turn.setting.options.caps, turn.key
-        if not caps and not (key is not None and key.limited):
-            return TurnBounds(self.config.limits)
-
-        async def admission(spent: Usage) -> None:
-            now = timezone.now()
-            await in_database(
-                admit_call,
-                turn.user_id,
-                caps,
-                key,
-                turn.reservation,
-                (spent.total_tokens, spent.cost_micro_usd or 0),
-                now,
-            )
-
-        return TurnBounds(self.config.limits, admission)
-
-    async def _record(self, turn: Turn, loop: ToolLoop, usage: Usage, reply: str | None) -> None:
-        answered_by = loop.outcome.answered_by
-        self.log.attempts = [attempt.as_log() for attempt in self.journal]
-        if answered_by is not None:
-            self.log.provider, self.log.upstream = answered_by.provider, answered_by.label
-        self.invoke.set(usage_attributes(usage))
-        self.log.tokens = usage.total_tokens
-        self.log.cost_usd = usage.cost_usd
-        if self.cache is not None:
-            self.log.cache = self.cache.result
-            self.log.saved_usd = self.cache.saved_micro_usd / 1e6
-        self.log.prompt_tokens, self.log.completion_tokens = (
-            usage.prompt_tokens,
-            usage.completion_tokens,
-        )
+    async def _record(
+        self, turn: Turn, conversation: Conversation, loop: ToolLoop, reply: str | None
+    ) -> None:
+        recorder, usage = conversation.recorder, conversation.meter.billed()
+        log = self.log
+        log.attempts = [attempt.as_log() for attempt in recorder.attempts]
+        if recorder.answerer is not None:
+            log.provider, log.upstream = recorder.answerer.provider, recorder.answerer.label
+        conversation.caller.span.set(usage_attributes(usage))
+        log.tokens = usage.total_tokens
+        log.cost_usd = usage.cost_usd
+        if turn.agent.cache is not None:
+            log.cache = _cache_result(turn, recorder)
+            log.saved_usd = recorder.saved_micro_usd / 1e6
+        log.prompt_tokens, log.completion_tokens = usage.prompt_tokens, usage.completion_tokens
         client_calls = loop.answer.tool_calls if loop.answer is not None else ()
         exchange = loop.exchange if reply is None and client_calls else None
         record = TurnRecord(
@@ -241,99 +207,126 @@ class TurnRunner:
             exchange,
             client_calls,
             timezone.now(),
-            answered_by,
-            len(self.journal),
-            self.cache,
+            recorder.answerer,
+            len(recorder.attempts),
+            conversation.meter.reservations,
+            len(recorder.hits),
+            recorder.shown,
+            recorder.saved_micro_usd,
+            recorder.kept,
         )
         if record.read_by_later_requests:
             await self.engine.writer.write(record_turns, record)
         else:
             written = self.engine.writer.queue(record_turns, record)
-            written.add_done_callback(partial(_log_unrecorded, turn.completion_id))
+            written.add_done_callback(log_failure(logger, f"turn {turn.completion_id}"))
 
     async def _record_quietly(
-        self, turn: Turn, loop: ToolLoop, usage: Usage, reply: str | None
+        self, turn: Turn, conversation: Conversation, loop: ToolLoop, reply: str | None
     ) -> None:
         try:
-            await self._record(turn, loop, usage, reply)
+            await self._record(turn, conversation, loop, reply)
         except Exception:
             # The client has its answer already; an error escaping here would hang it.
             logger.exception("could not record turn %s", turn.completion_id)
 
-    async def _settle_quietly(self, turn: Turn, loop: ToolLoop, usage: Usage) -> None:
-        """End a turn that has no answer: bill ``usage`` if any, else only release the
-        budget reservation."""
-        if usage.total_tokens:
-            await self._record_quietly(turn, loop, usage, None)
-        elif turn.reservation is not None:
-            await release_quietly(turn.reservation)
+    async def _settle_quietly(self, turn: Turn, conversation: Conversation, loop: ToolLoop) -> None:
+        """End a turn that has no answer: bill what it spent if anything, else only
+        release its budget reservations."""
+        if conversation.meter.billed().total_tokens:
+            await self._record_quietly(turn, conversation, loop, None)
+        else:
+            await release_quietly(conversation.meter.reservations)
 
-    def _after_reply(self, turn: Turn, loop: ToolLoop, answer: ChatResponse) -> None:
+    def _after_reply(
+        self, turn: Turn, conversation: Conversation, loop: ToolLoop, answer: ChatResponse
+    ) -> None:
         """Work that must not delay the reply: judges, shadow variants, housekeeping. It
         starts once the response has been sent and runs in the background, owned by the
         engine (finished or cancelled on shutdown)."""
         config, engine, routing = self.config, self.engine, turn.routing
-        span = self.span
+        recorder = conversation.recorder
         work: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
         if not answer.tool_calls:
             subject = JudgedReply(
                 completion_id=turn.completion_id,
-                user_id=turn.user_id,
+                caller=turn.caller,
                 agent=turn.agent.name,
                 experiment=routing.experiment,
                 variant=routing.variant,
                 user_text=turn.user_text,
                 reply=answer.text,
-                started_at=turn.started_at,
-                cached=self._judged_entry(turn),
+                cached=_judged_entry(turn, recorder),
             )
             work += [
-                (f"judge {judge.name}", partial(judge_reply, judge, subject, config, engine, span))
-                for judge in sampled_judges(config, turn.agent.judges, self.engine.rng)
+                (f"judge {judge.name}", partial(judge_reply, judge, subject, config, engine))
+                for judge in sampled_judges(config, turn.agent.judges, engine.rng)
             ]
         work += [
-            (f"shadow {shadow.name}", partial(run_shadow, shadow, turn, config, engine, span))
+            (f"shadow {shadow.name}", partial(run_shadow, shadow, turn, config, engine))
             for shadow in routing.shadows
         ]
         memory = turn.agent.memory
         if memory is not None and memory.extractor and turn.learns and answer.text:
             exchange = TurnToLearn(
-                turn.completion_id,
-                turn.user_id,
-                turn.agent,
-                turn.user_text,
-                answer.text,
-                turn.started_at,
+                turn.completion_id, turn.caller, turn.agent, turn.user_text, answer.text
             )
-            work.append(("remember", partial(extract_memories, exchange, config, engine, span)))
+            work.append(("remember", partial(extract_memories, exchange, config, engine)))
         if loop.exchange is not None:
             work.append(("expire tool exchanges", partial(_expire_exchanges)))
-        if self.cache is not None and self.cache.stored and housekeeping_due():
+        if recorder.kept and housekeeping_due():
             work.append(("keep the cache", partial(keep_cache, config.cache.max_entries)))
 
         # The request's trace is complete once this work is done too.
-        holds = [span.hold() for _ in work]
+        holds = [turn.caller.span.hold() for _ in work]
 
         def start() -> None:
             for (name, coroutine), release in zip(work, holds, strict=True):
                 engine.background.spawn(
-                    _releasing(coroutine(), release), name=f"{name} ({turn.completion_id})"
+                    releasing(coroutine(), release), name=f"{name} ({turn.completion_id})"
                 )
 
         if work:
             after_response(start)
 
-    def _judged_entry(self, turn: Turn) -> JudgedEntry | None:
-        """The cache entry behind the reply, for an agent whose judges may forget it."""
-        settings = turn.agent.cache
-        last = self.cache.last if self.cache is not None else None
-        if settings is None or settings.min_score is None or last is None or last.key is None:
-            return None
-        return JudgedEntry(last.key, settings.min_score)
-
-    def _failure(self, error: ProviderError) -> ApiError:
+    def _failure(self, error: ProviderError, recorder: CallRecorder) -> ApiError:
         self.log.error = error.code
-        return error.as_api_error(self.upstream_headers())
+        return error.as_api_error(_upstream_headers(recorder))
+
+
+def _headers(turn: Turn, recorder: CallRecorder) -> dict[str, str]:
+    """``X-Gateway-Upstream`` and ``X-Gateway-Attempts`` of the turn's final model call
+    and, for a cached agent, ``X-Gateway-Cache`` (and ``X-Gateway-Cache-Age`` of a hit):
+    of the final model call, or of the first for a stream whose headers leave before
+    later calls."""
+    headers = _upstream_headers(recorder)
+    if turn.agent.cache is not None:
+        headers["X-Gateway-Cache"] = _cache_result(turn, recorder)
+        cache = recorder.cache
+        if cache is not None and cache.age is not None:
+            headers["X-Gateway-Cache-Age"] = str(cache.age)
+    return headers
+
+
+def _upstream_headers(recorder: CallRecorder) -> dict[str, str]:
+    headers = {"X-Gateway-Attempts": str(recorder.tries)}
+    if recorder.answerer is not None:
+        headers["X-Gateway-Upstream"] = recorder.answerer.label
+    return headers
+
+
+def _cache_result(turn: Turn, recorder: CallRecorder) -> str:
+    if turn.cache_control.bypassed:
+        return "bypass"
+    return recorder.cache.result if recorder.cache is not None else "miss"
+
+
+def _judged_entry(turn: Turn, recorder: CallRecorder) -> JudgedEntry | None:
+    """The cache entry behind the reply, for an agent whose judges may forget it."""
+    settings, cache = turn.agent.cache, recorder.cache
+    if settings is None or settings.min_score is None or cache is None or cache.key is None:
+        return None
+    return JudgedEntry(cache.key, settings.min_score)
 
 
 def _turn_attributes(turn: Turn) -> Attributes:
@@ -344,18 +337,6 @@ def _turn_attributes(turn: Turn) -> Attributes:
     if turn.key_id is not None:
         attributes.update(key_attributes(turn.key_id))
     return attributes
-
-
-async def _releasing(work: Coroutine[Any, Any, None], release: Callable[[], None]) -> None:
-    try:
-        await work
-    finally:
-        release()
-
-
-def _log_unrecorded(completion_id: str, written: asyncio.Future[None]) -> None:
-    if not written.cancelled() and (error := written.exception()) is not None:
-        logger.error("could not record turn %s", completion_id, exc_info=error)
 
 
 def _remembered(answer: ChatResponse) -> str | None:

@@ -21,11 +21,12 @@ from inference.ledger.history import (
     store_history,
 )
 from inference.models import BudgetReservation, LedgerEntry, StoredMessage
-from inference.money.admission import RESERVATION_TTL, admit, release, reservation_size
+from inference.money.admission import RESERVATION_TTL, admit, estimated_usage, release
 from inference.money.budgets import check_budgets, retry_after, usage_in_windows
+from inference.money.caller import Caller
 from inference.money.caps import TokenCap
 from inference.neutral.errors import ApiError
-from inference.neutral.types import Message
+from inference.neutral.types import Message, Usage
 from inference.turn.options import parse_options
 from inference.turn.preparation import _before_the_call
 
@@ -265,34 +266,56 @@ def test_the_cache_keeps_the_most_recently_used_conversations_within_its_size() 
     assert found == {"a": True, "b": False, "c": True, "d": True}
 
 
+def reserve(tokens: int, *caps: TokenCap, when: datetime = NOW) -> int | None:
+    """A first call of a request of user "u" under ``caps``, estimated at ``tokens``."""
+    return admit(Caller("u", caps=caps), Usage(tokens), when, request=True)
+
+
 def test_a_reservation_holds_the_budget_until_released() -> None:
-    reservation = admit("u", (HOUR,), reservation_size(5, None), NOW)
+    reservation = reserve(estimated_usage(5, None).total_tokens, HOUR)
     assert reservation is not None
     with pytest.raises(ApiError) as raised:
-        admit("u", (HOUR,), 10, NOW)
+        reserve(10, HOUR)
     assert "1029 reserved by requests in progress" in raised.value.message
     assert raised.value.headers == {"Retry-After": "1"}
-    release(reservation)
-    assert admit("u", (HOUR,), 10, NOW) is not None
+    release([reservation])
+    assert reserve(10, HOUR) is not None
 
 
 def test_a_reservation_left_by_a_crashed_process_expires() -> None:
-    admit("u", (HOUR,), 1000, NOW)
+    reserve(1000, HOUR)
     with pytest.raises(ApiError):
-        admit("u", (HOUR,), 10, NOW + RESERVATION_TTL - timedelta(seconds=1))
-    assert admit("u", (HOUR,), 10, NOW + RESERVATION_TTL) is not None
+        reserve(10, HOUR, when=NOW + RESERVATION_TTL - timedelta(seconds=1))
+    assert reserve(10, HOUR, when=NOW + RESERVATION_TTL) is not None
 
 
 def test_requests_without_caps_reserve_nothing() -> None:
-    assert admit("u", (), 1000, NOW) is None
-    assert admit("u", (HOUR,), 10, NOW) is not None
+    assert reserve(1000) is None
+    assert reserve(10, HOUR) is not None
 
 
-def test_reservation_size_is_prompt_plus_the_reply_limit() -> None:
-    assert reservation_size(7, None) == 7 + 1024
-    assert reservation_size(7, 50) == 57
-    assert reservation_size(7, -3) == 7
-    assert reservation_size(7, 10**30) == 10**15
+def test_a_call_is_estimated_at_its_prompt_plus_the_reply_limit() -> None:
+    assert estimated_usage(7, None).total_tokens == 7 + 1024
+    assert estimated_usage(7, 50).total_tokens == 57
+    assert estimated_usage(7, -3).total_tokens == 7
+    assert estimated_usage(7, 10**30).total_tokens == 7 + 10**15
+
+
+def test_a_finished_call_holds_what_it_spent_until_its_turn_is_billed() -> None:
+    """A turn's earlier calls are counted at what they spent (not their estimate) once its
+    next call is admitted, and another turn of the user sees them until the ledger row."""
+    caller = Caller("u", caps=(HOUR,))
+    first = admit(caller, Usage(50), NOW, request=True)
+    assert first is not None
+    second = admit(caller, Usage(30), NOW, request=False, finished=[(first, Usage(20))])
+    assert second is not None
+    held = dict(BudgetReservation.objects.values_list("id", "tokens"))
+    assert held == {first: 20, second: 30}
+    with pytest.raises(ApiError) as raised:  # the second spent 80: 20 + 80 reach 100
+        admit(caller, Usage(1), NOW, request=False, finished=[(second, Usage(80))])
+    assert "100 reserved" in raised.value.message
+    # The refused admission changed nothing (its transaction rolled back).
+    assert dict(BudgetReservation.objects.values_list("id", "tokens")) == held
 
 
 def test_a_reservation_counts_the_preamble_and_the_replayed_history() -> None:
@@ -323,7 +346,8 @@ def test_a_reservation_counts_the_preamble_and_the_replayed_history() -> None:
         body = ChatCompletionIn.model_validate(
             {"model": model, "max_tokens": 10, "messages": [{"role": "user", "content": "x" * 40}]}
         )
-        stored = _before_the_call(config, from_chat_completion(body), "u", options, NOW, None)
+        caller = Caller("u", caps=options.caps)
+        stored = _before_the_call(config, from_chat_completion(body), caller, options, NOW)
         sizes[model] = BudgetReservation.objects.get(id=stored.reservation).tokens
     # history 1600 chars (400) + the message (10) + the reply's limit (10), and the
     # preamble: the agent's own (10), or the longest of the experiment's variants (100).
@@ -368,12 +392,12 @@ def test_a_zero_cap_refuses_at_once_for_the_whole_window() -> None:
 def test_usage_and_reservations_add_up_against_the_cap() -> None:
     bill("u", 100, 60)
     bill("someone else", 1000, 60)
-    held = admit("u", (DAY,), 50, NOW)  # 100 used + 0 reserved < 150: admitted
+    held = reserve(50, DAY)  # 100 used + 0 reserved < 150: admitted
     assert held is not None
 
     refused = refusal(DAY)  # 100 used + 50 reserved reach 150
 
     assert "100 tokens used in the last day and 50 reserved" in refused.message
     assert refused.headers == {"Retry-After": "1"}
-    release(held)
+    release([held])
     check_budgets("u", (DAY,), NOW)

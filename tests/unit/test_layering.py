@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.schema import PROVIDER_KINDS
-from agents.validation import EMBEDDING_KINDS as CONFIG_EMBEDDING_KINDS
-from inference.providers.registry import EMBEDDING_KINDS, PROVIDER_CLASSES
+from core.providerkinds import PROVIDER_KINDS
+from inference.providers.registry import PROVIDER_CLASSES
 from tests.upstreams import FAKE_CLASSES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,10 +66,11 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         "providers": ("neutral",),
         "telemetry": ("neutral",),
         "structured": ("neutral",),
-        "money": ("database", "erasures", "models", "neutral", "providers"),
+        "money": ("database", "erasures", "models", "neutral", "providers", "telemetry"),
         "routing": ("models", "money", "neutral", "providers", "status", "telemetry"),
         "cache": (
             "database",
+            "erasures",
             "models",
             "money",
             "neutral",
@@ -92,20 +92,29 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "telemetry",
         ),
         "tools": (
-            "cache",
             "database",
             "mcpauth",
             "models",
             "money",
             "neutral",
             "providers",
-            "routing",
             "status",
             "structured",
             "telemetry",
         ),
+        "calls": (
+            "cache",
+            "database",
+            "money",
+            "neutral",
+            "providers",
+            "routing",
+            "telemetry",
+            "tools",
+        ),
         "engine": ("background", "ledger", "money", "providers", "routing", "telemetry", "tools"),
         "memory": (
+            "calls",
             "database",
             "engine",
             "erasures",
@@ -119,7 +128,9 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "tools",
         ),
         "turn": (
+            "background",
             "cache",
+            "calls",
             "database",
             "engine",
             "erasures",
@@ -137,6 +148,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "serving": ("database", "engine", "money", "neutral", "telemetry", "turn"),
         "evaluations": (
+            "calls",
             "database",
             "engine",
             "ledger",
@@ -164,6 +176,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "turn",
         ),
         "automation": (
+            "calls",
             "database",
             "engine",
             "ledger",
@@ -398,11 +411,14 @@ def test_layering_rules_see_the_imports_they_judge() -> None:
 
 
 def test_provider_kinds_have_one_source_of_truth() -> None:
-    """The config's vocabulary (the schema's kinds, the kinds an embedder may name) is the
-    kinds the provider classes declare."""
+    """Every kind of the one list (``core.providerkinds``, which the config's schema
+    reads) has a module speaking its wire format, which serves embeddings exactly where
+    the list says so, and a fake upstream in the tests."""
     assert set(PROVIDER_CLASSES) == set(PROVIDER_KINDS)
     assert set(FAKE_CLASSES) == set(PROVIDER_KINDS)
-    assert set(EMBEDDING_KINDS) == set(CONFIG_EMBEDDING_KINDS)
+    assert {name: wire.embeds() for name, wire in PROVIDER_CLASSES.items()} == {
+        name: kind.embeds for name, kind in PROVIDER_KINDS.items()
+    }
 
 
 # Where span attributes are named: their names (HTTP and GenAI conventions, ours).

@@ -1,6 +1,7 @@
 """The tool loop in process: the real OpenAI-format provider module against the fake
-OpenAI upstream on a loopback socket, with the agent's own tools run by a test function
-(the loop's ``run_tool``)."""
+OpenAI upstream on a loopback socket, through routing and money's meter (the seam's
+innermost and outermost layers), with the agent's own tools run by a test function (the
+loop's ``run_tool``)."""
 
 import json
 import random
@@ -11,7 +12,9 @@ from typing import Any
 import pytest
 
 from agents.schema import Config, LimitsConfig
-from inference.neutral.errors import ApiError
+from inference.money.caller import Caller
+from inference.money.meter import Meter, MeteredCalls
+from inference.money.prices import price_of
 from inference.neutral.types import (
     ChatRequest,
     Message,
@@ -25,8 +28,8 @@ from inference.providers.base import ProviderError
 from inference.providers.registry import ProviderClients
 from inference.routing.circuits import Circuits
 from inference.routing.deployments import route_of
-from inference.routing.upstream import Upstream
-from inference.tools.bounds import TurnBounds, TurnStopped
+from inference.routing.upstream import RoutedCalls
+from inference.tools.bounds import CallAllowance, TurnStopped
 from inference.tools.loop import MAX_TOOL_ROUNDS, ToolLoop
 from inference.tools.toolbox import AgentTool, Toolbox
 from tests.fakes.base import Reply
@@ -51,12 +54,13 @@ PERSON = ResponseFormat(
 )
 
 
-type Connect = Callable[[TurnBounds], Upstream]
+type Connect = Callable[[CallAllowance], MeteredCalls]
 
 
 @pytest.fixture
 async def provider(openai_fake: OpenAIUpstream) -> AsyncIterator[Connect]:
-    """The upstream of a loop under given bounds: the one OpenAI deployment, no retries."""
+    """The calls of a loop under a given allowance: the one OpenAI deployment, no
+    retries, metered for a caller without limits."""
     clients = ProviderClients()
     config = Config.model_validate(
         {
@@ -73,23 +77,30 @@ async def provider(openai_fake: OpenAIUpstream) -> AsyncIterator[Connect]:
     )
     route = route_of(config.agents[0])
 
-    def connect(bounds: TurnBounds) -> Upstream:
+    def connect(allowance: CallAllowance) -> MeteredCalls:
         engine = SimpleNamespace(providers=clients, circuits=Circuits(), rng=random.Random())
-        return Upstream(route, config, engine, bounds)
+        routed = RoutedCalls(route, config, engine, allowance)
+        return MeteredCalls(routed, Meter(Caller("u")), price_of(config, "openai", "gpt-test"))
 
     yield connect
     await clients.aclose()
 
 
 def looping(
-    connect: Connect, toolbox: Toolbox, *args: Any, bounds: TurnBounds, **options: Any
+    connect: Connect, toolbox: Toolbox, *args: Any, bounds: CallAllowance, **options: Any
 ) -> ToolLoop:
-    return ToolLoop(connect(bounds), toolbox, *args, bounds=bounds, **options)
+    return ToolLoop(connect(bounds), toolbox, *args, allowance=bounds, **options)
 
 
-def limits(**settings: float) -> TurnBounds:
-    """The bounds of a turn under ``limits`` (the config's defaults where not given)."""
-    return TurnBounds(LimitsConfig.model_validate(settings))
+def billed(loop: ToolLoop) -> Usage:
+    """What the loop's calls were billed (its meter's)."""
+    assert isinstance(loop.calls, MeteredCalls)
+    return loop.calls.meter.billed()
+
+
+def limits(**settings: float) -> CallAllowance:
+    """The allowance of a turn under ``limits`` (the config's defaults where not given)."""
+    return CallAllowance(LimitsConfig.model_validate(settings))
 
 
 def question(text: str = "Hello?", tools: Toolbox | None = None) -> ChatRequest:
@@ -101,16 +112,13 @@ def question(text: str = "Hello?", tools: Toolbox | None = None) -> ChatRequest:
 class ToolRuns:
     """The agent's own tools, as the loop runs them: each call and what it answered."""
 
-    def __init__(self, usage: Usage | None = None) -> None:
+    def __init__(self) -> None:
         self.calls: list[ToolCall] = []
-        self.usage = usage or Usage()
 
-    async def __call__(self, call: ToolCall) -> tuple[Message, Usage]:
+    async def __call__(self, call: ToolCall) -> Message:
         self.calls.append(call)
         answer = f"result {len(self.calls)}"
-        return Message(
-            role="tool", content=answer, tool_call_id=call.id, name=call.name
-        ), self.usage
+        return Message(role="tool", content=answer, tool_call_id=call.id, name=call.name)
 
 
 async def test_a_plain_answer_is_one_round(provider: Connect, openai_fake: OpenAIUpstream) -> None:
@@ -120,7 +128,7 @@ async def test_a_plain_answer_is_one_round(provider: Connect, openai_fake: OpenA
     answer = await loop.complete(question())
 
     assert (answer.text, answer.tool_calls) == ("Hi there.", ())
-    assert loop.spent == ROUND and len(openai_fake.requests) == 1
+    assert loop.spent == ROUND == billed(loop) and len(openai_fake.requests) == 1
 
 
 async def test_own_tool_rounds_run_and_every_round_and_tool_is_billed(
@@ -131,7 +139,7 @@ async def test_own_tool_rounds_run_and_every_round_and_tool_is_billed(
         Reply.of_tool_calls(("lookup", {"word": "c"})),
         Reply.of_text("Done."),
     )
-    tools = ToolRuns(usage=Usage(prompt_tokens=100, completion_tokens=1))
+    tools = ToolRuns()
     loop = looping(provider, OWN, tools, bounds=limits())
 
     answer = await loop.complete(question(tools=OWN))
@@ -142,8 +150,8 @@ async def test_own_tool_rounds_run_and_every_round_and_tool_is_billed(
         {"word": "b"},
         {"word": "c"},
     ]
-    assert loop.spent.total_tokens == 3 * ROUND.total_tokens + 3 * 101
-    assert answer.usage == loop.spent
+    assert loop.spent.total_tokens == 3 * ROUND.total_tokens
+    assert billed(loop) == loop.spent
     sent = openai_fake.requests[-1].body["messages"]
     assert [m["content"] for m in sent if m["role"] == "tool"] == [
         "result 1",
@@ -180,7 +188,7 @@ async def test_the_rounds_of_own_tools_are_limited(
 
     assert refused.value.code == "tool_loop_limit"
     assert len(openai_fake.requests) == MAX_TOOL_ROUNDS + 1
-    assert refused.value.usage.total_tokens == (MAX_TOOL_ROUNDS + 1) * ROUND.total_tokens
+    assert billed(loop).total_tokens == (MAX_TOOL_ROUNDS + 1) * ROUND.total_tokens
 
 
 async def test_a_tool_the_agent_does_not_have_is_answered_as_an_error_to_the_model(
@@ -222,7 +230,7 @@ async def test_a_reply_still_invalid_after_the_repairs_is_an_error_billed_in_ful
         await loop.complete(question())
 
     assert refused.value.code == "structured_output_invalid"
-    assert refused.value.usage.total_tokens == 3 * ROUND.total_tokens
+    assert billed(loop).total_tokens == 3 * ROUND.total_tokens
 
 
 async def test_without_own_tools_a_stream_is_relayed_as_it_arrives(
@@ -267,7 +275,7 @@ async def test_the_turn_stops_at_its_model_call_cap_whatever_the_level(
 
     assert (stopped.value.status, stopped.value.code) == (502, "tool_loop_limit")
     assert len(openai_fake.requests) == 3
-    assert stopped.value.usage.total_tokens == 3 * ROUND.total_tokens
+    assert billed(loop).total_tokens == 3 * ROUND.total_tokens
 
 
 async def test_the_turn_stops_at_its_deadline_even_during_a_call(
@@ -283,27 +291,27 @@ async def test_the_turn_stops_at_its_deadline_even_during_a_call(
     assert "max_turn_seconds" in stopped.value.message
 
 
-async def test_every_call_after_the_first_is_admitted_with_what_the_turn_spent(
+async def test_the_work_is_called_off_between_calls_when_it_should_not_go_on(
     provider: Connect, openai_fake: OpenAIUpstream
 ) -> None:
+    """An allowance's ``going_on`` (an evaluation's: still running?) is asked before each
+    call, and its refusal ends the loop with no further call."""
     openai_fake.script(*[Reply.of_tool_calls(("lookup", {}))] * 5)
-    admitted: list[int] = []
+    asked: list[int] = []
 
-    async def admission(spent: Usage) -> None:
-        admitted.append(spent.total_tokens)
-        if spent.total_tokens >= 2 * ROUND.total_tokens:
-            raise ApiError(
-                429, "over the cap", code="rate_limit_exceeded", headers={"Retry-After": "7"}
-            )
+    async def going_on() -> None:
+        asked.append(len(openai_fake.requests))
+        if len(asked) == 3:
+            raise TurnStopped(409, "called off", code="evaluation_cancelled")
 
-    bounds = TurnBounds(LimitsConfig(), admission)
+    bounds = CallAllowance(LimitsConfig(), going_on)
     loop = looping(provider, OWN, ToolRuns(), bounds=bounds)
 
     with pytest.raises(TurnStopped) as stopped:
         await loop.complete(question(tools=OWN))
 
-    assert admitted == [18, 36]  # not before the first call: the request was admitted
-    assert (stopped.value.status, stopped.value.retry_after) == (429, 7)
+    assert asked == [0, 1, 2]
+    assert stopped.value.code == "evaluation_cancelled"
     assert len(openai_fake.requests) == 2
 
 
@@ -339,9 +347,9 @@ async def test_retries_stop_while_the_calls_left_are_needed_for_the_fallback(
     clients = ProviderClients()
     bounds = limits(max_model_calls_per_turn=6)
     engine = SimpleNamespace(providers=clients, circuits=Circuits(), rng=random.Random())
-    upstream = Upstream(route_of(config.agents[0]), config, engine, bounds)
+    upstream = RoutedCalls(route_of(config.agents[0]), config, engine, bounds)
     try:
-        reply = await ToolLoop(upstream, Toolbox(), bounds=bounds).complete(question())
+        reply = await ToolLoop(upstream, Toolbox(), allowance=bounds).complete(question())
     finally:
         await clients.aclose()
 

@@ -66,10 +66,9 @@ async def run(
     turn = await prepare_turn(from_chat_completion(body), config, engine, log)
     runner = TurnRunner(config, engine, log)
     if not stream:
-        return await runner.complete(turn)
-    return [
-        event.text async for event in await runner.open_stream(turn) if isinstance(event, TextDelta)
-    ]
+        return (await runner.complete(turn)).answer
+    streamed = await runner.open_stream(turn)
+    return [event.text async for event in streamed.events if isinstance(event, TextDelta)]
 
 
 def rows(model: Any, **filters: Any) -> Any:

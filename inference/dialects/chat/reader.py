@@ -16,6 +16,7 @@ from inference.neutral.types import (
     Block,
     Message,
     Part,
+    PassThrough,
     ResponseFormat,
     Sampling,
     ToolCall,
@@ -230,5 +231,5 @@ def _sampling(body: ChatCompletionIn) -> Sampling:
         reasoning_effort=body.reasoning_effort,
         logprobs=body.logprobs,
         top_logprobs=body.top_logprobs,
-        openai_extras=extras,
+        passthrough=PassThrough("openai", extras),
     )

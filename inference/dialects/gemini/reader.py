@@ -23,6 +23,7 @@ from inference.neutral.request import Claims, ClientRequest, ToolOffer
 from inference.neutral.types import (
     Message,
     Part,
+    PassThrough,
     ResponseFormat,
     Sampling,
     ToolCall,
@@ -309,7 +310,7 @@ def _sampling(config: dict[str, Any], safety: list[dict[str, Any]] | None) -> Sa
         presence_penalty=_number(config, "presencePenalty"),
         frequency_penalty=_number(config, "frequencyPenalty"),
         reasoning_effort=_effort(thinking),
-        gemini_extras=extras,
+        passthrough=PassThrough("gemini", extras),
     )
 
 

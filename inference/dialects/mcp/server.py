@@ -2,20 +2,26 @@
 JSON-RPC exchange, answered as JSON), so a request's credentials, user and log are those
 of the HTTP request that carries the call, which the view hands it in the ASGI scope.
 
-A refusal inside a call (a budget, a key that may not use the agent, an MCP server that
-fails) is the tool's error (``isError``), as MCP clients expect; an ask that succeeds is
-the agent's reply text."""
+Each call of a tool is a request of the caller's: an ask is a turn like any, and a call
+of an exposed tool counts for the key's requests per minute. A refusal inside a call (a
+budget, a rate, a key that may not use the agent, an MCP server that fails) is the
+tool's error (``isError``), as MCP clients expect; an ask that succeeds is the agent's
+reply text."""
 
 import logging
 from typing import Any
 
 import mcp_types as types
+from django.utils import timezone
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from inference.database import in_database
 from inference.dialects.mcp.caller import caller_of
 from inference.dialects.mcp.tools import Offered, offered_tools
+from inference.money.admission import admit_tool_call
+from inference.money.caller import Caller
 from inference.neutral.errors import ApiError
 from inference.neutral.request import Claims, ClientRequest
 from inference.neutral.types import Message
@@ -86,13 +92,26 @@ async def _ask(caller: InferenceRequest, agent: str, arguments: dict[str, Any]) 
         conversation_param="arguments.message",
     )
     turn = await prepare_turn(
-        client, config, engine, caller.log, id_prefix="mcp-", key=caller.api_key, span=caller.span
+        client,
+        config,
+        engine,
+        caller.log,
+        id_prefix="mcp-",
+        key=caller.api_key,
+        span=caller.span,
+        purpose="mcp",
     )
-    answer = await TurnRunner(config, engine, caller.log, caller.span).complete(turn)
-    return answer.text
+    replied = await TurnRunner(config, engine, caller.log).complete(turn)
+    return replied.answer.text
 
 
 async def _use(caller: InferenceRequest, offered: Offered, arguments: dict[str, Any]) -> str:
+    """A call of an exposed tool: with a limited key, a request of the key's (its
+    requests per minute, its budget), then the tool on its MCP server."""
+    key = caller.api_key
+    if key is not None:
+        who = Caller(key.user, key, purpose="mcp", span=caller.span)
+        await in_database(admit_tool_call, who, offered.name, timezone.now())
     server = caller.runtime.engine.mcp.server(offered.target)
     if server is None:
         raise ToolFailed(f"MCP server '{offered.target}' is not configured any more")

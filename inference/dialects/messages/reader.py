@@ -19,6 +19,7 @@ from inference.neutral.types import (
     Block,
     Message,
     Part,
+    PassThrough,
     Sampling,
     ToolCall,
     ToolChoice,
@@ -318,8 +319,7 @@ def _sampling(body: MessagesIn, beta: str | None) -> Sampling:
         max_tokens=body.max_tokens,
         stop=tuple(body.stop_sequences or ()),
         reasoning_effort=_effort(body.thinking),
-        anthropic_extras=extras,
-        anthropic_beta=beta,
+        passthrough=PassThrough("anthropic", extras, {"anthropic-beta": beta} if beta else {}),
     )
 
 

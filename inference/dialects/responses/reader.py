@@ -22,6 +22,7 @@ from inference.neutral.types import (
     THINKING_BUDGETS,
     Message,
     Part,
+    PassThrough,
     ResponseFormat,
     Sampling,
     ToolCall,
@@ -155,7 +156,7 @@ def _sampling(body: ResponsesIn) -> Sampling:
         reasoning_effort=effort,
         logprobs=True if body.top_logprobs is not None else None,
         top_logprobs=body.top_logprobs,
-        openai_extras=extras,
+        passthrough=PassThrough("openai", extras),
     )
 
 

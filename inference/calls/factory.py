@@ -1,0 +1,44 @@
+"""The layers of the model-call seam (``inference.neutral.calls``), built in one place for
+one conversation of one caller, innermost first: routing (deployments, retries,
+fallbacks, circuit breakers), the response cache, tracing, the turn's recorder, and
+money's admission. Each is a wrapper with the same interface; a new step that every
+call goes through is one wrapper and one line here."""
+
+from agents.schema import AgentConfig, Config
+from inference.cache.calls import CachedCalls, CacheEngine
+from inference.cache.use import CacheControl
+from inference.calls.recorder import CallRecorder, RecordedCalls
+from inference.calls.tracing import TracedCalls
+from inference.money.caller import Caller
+from inference.money.meter import Meter, MeteredCalls
+from inference.money.prices import price_of
+from inference.neutral.calls import CacheResult, ModelCalls
+from inference.routing.deployments import Route
+from inference.routing.upstream import Allowance, RoutedCalls
+
+
+def model_calls(
+    caller: Caller,
+    route: Route,
+    config: Config,
+    engine: CacheEngine,
+    allowance: Allowance,
+    meter: Meter,
+    recorder: CallRecorder,
+    *,
+    agent: AgentConfig | None = None,
+    control: CacheControl | None = None,
+    answering: bool = False,
+) -> ModelCalls:
+    """The calls of a conversation going to ``route``; through the response cache when
+    ``agent`` (the one conversing) has one and ``control`` (what the request lets the
+    cache do) is given; ``answering``: the conversation of the agent the client called."""
+    calls: ModelCalls = RoutedCalls(route, config, engine, allowance, caller.span)
+    cached: CacheResult | None = None
+    if agent is not None and agent.cache is not None and control is not None:
+        calls = CachedCalls(calls, agent, route, caller, control, config, engine)
+        cached = "bypass" if control.bypassed else "miss"
+    first = route.deployments[0]
+    calls = TracedCalls(calls, caller.span, cached, first.model)
+    calls = RecordedCalls(calls, recorder, answering)
+    return MeteredCalls(calls, meter, price_of(config, first.provider, first.model))
