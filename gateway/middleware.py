@@ -33,6 +33,7 @@ from inference.dialects.registry import dialect_of
 from inference.engine import Engine
 from inference.ledger.requests import record_requests
 from inference.telemetry.genai import server_attributes, status_attributes
+from inference.telemetry.names import request_span
 from inference.telemetry.spans import NO_SPAN, RequestTrace, Span
 from inference.telemetry.tracing import TRACING
 
@@ -52,8 +53,9 @@ class RequestContextMiddleware(AsyncMiddleware):
         log.dialect = dialect.name if dialect is not None else ""
         span = NO_SPAN
         if dialect is not None and request.method == "POST":
-            span = TRACING.begin(
-                f"POST {request.path}",
+            span = request_span(
+                "POST",
+                request.path,
                 request.headers,
                 server_attributes("POST", request.path),
                 partial(_traced, log, current.engine),

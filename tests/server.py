@@ -92,7 +92,7 @@ class GatewayServer:
         return self
 
     def _wait_until_healthy(self) -> None:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # a loaded machine starts slowly
         while time.monotonic() < deadline:
             if self._process is not None and self._process.poll() is not None:
                 raise RuntimeError(f"gateway exited early:\n{self.log()}")

@@ -26,7 +26,7 @@ from inference.money.caller import Caller
 from inference.money.meter import Meter
 from inference.neutral.errors import ApiError
 from inference.neutral.types import ChatRequest, Message, ResponseFormat, ToolCall, arguments_object
-from inference.providers.base import ProviderError
+from inference.providers.base import ProviderError, TurnStopped
 from inference.routing.deployments import Route, route_of
 from inference.routing.experiments import bandit_arms, route
 from inference.telemetry.genai import (
@@ -38,7 +38,7 @@ from inference.telemetry.genai import (
 from inference.telemetry.names import agent_span, tool_span
 from inference.telemetry.spans import Span
 from inference.telemetry.tracing import TRACING
-from inference.tools.bounds import CallAllowance, TurnStopped
+from inference.tools.bounds import CallAllowance
 from inference.tools.failure import ToolFailed
 from inference.tools.loop import ToolLoop
 from inference.tools.mcp import McpHub

@@ -35,10 +35,10 @@ from inference.evaluations.replay import replay
 from inference.evaluations.spec import Plan
 from inference.evaluations.summary import ORIGINAL
 from inference.money.caller import Caller
+from inference.providers.base import TurnStopped
 from inference.telemetry.genai import agent_attributes, usage_attributes
 from inference.telemetry.names import agent_trace
 from inference.telemetry.spans import Span
-from inference.tools.bounds import TurnStopped
 
 logger = logging.getLogger("gateway.evaluations")
 

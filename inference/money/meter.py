@@ -24,9 +24,10 @@ from inference.money.admission import admit, estimated_usage
 from inference.money.caller import Caller
 from inference.money.prices import Price, priced
 from inference.neutral.calls import CallResult, CallStream, ModelCalls
+from inference.neutral.errors import ApiError
 from inference.neutral.tokens import estimate_tokens
 from inference.neutral.types import ChatRequest, Usage
-from inference.providers.base import ProviderError
+from inference.providers.base import ProviderError, TurnStopped
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,10 @@ class Meter:
                     request=False,
                     finished=finished,
                 )
-            except BaseException:
+            except BaseException as refusal:
                 self._finished = finished + self._finished  # not updated: still to do
+                if isinstance(refusal, ApiError):
+                    raise _stopping(refusal) from refusal
                 raise
             if reservation is not None:
                 self._held.append(reservation)
@@ -150,3 +153,15 @@ class MeteredCalls:
         prompt = request.system + "".join(message.content for message in request.messages)
         usage = estimated_usage(estimate_tokens(prompt), request.sampling.max_tokens)
         return priced(usage, self.price)
+
+
+def _stopping(refusal: ApiError) -> TurnStopped:
+    """A call the caller's limits refused ends its whole turn, whatever level made it."""
+    retry = refusal.headers.get("Retry-After")
+    return TurnStopped(
+        refusal.status,
+        refusal.message,
+        code=refusal.code or "rate_limit_exceeded",
+        retry_after=int(retry) if retry is not None else None,
+        error_type=refusal.error_type,
+    )

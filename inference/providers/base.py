@@ -93,6 +93,12 @@ class ProviderError(Exception):
         )
 
 
+class TurnStopped(ProviderError):
+    """A failure that ends the whole turn, at whatever level it happens (a subagent's
+    caller gets this, not a tool error): one of the turn's bounds reached, or a call the
+    caller's limits refused."""
+
+
 # What decoding a provider's JSON raises when a field is missing or has the wrong type.
 _UNREADABLE = (KeyError, IndexError, TypeError, ValueError, AttributeError)
 

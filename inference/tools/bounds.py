@@ -13,12 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from agents.schema import LimitsConfig
-from inference.providers.base import ProviderError
-
-
-class TurnStopped(ProviderError):
-    """The turn reached one of its bounds: it ends, at whatever level it was (a subagent's
-    caller gets this, not a tool error)."""
+from inference.providers.base import TurnStopped
 
 
 class CallAllowance:

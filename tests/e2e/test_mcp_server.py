@@ -142,6 +142,22 @@ def test_an_exposed_tool_is_called_on_its_mcp_server(server: GatewayServer) -> N
     assert not result.is_error and result.content[0].text == "Hello, Ada!"
 
 
+def test_each_call_of_an_exposed_tool_counts_for_the_keys_rpm(server: GatewayServer) -> None:
+    """Listing the tools is not a request; each call is, and the minute's second is
+    refused as a tool error."""
+    key = mint(server, f"user-{uuid.uuid4().hex[:8]}", rpm=1)
+
+    async def add_thrice(client: Client) -> Any:
+        await client.list_tools()
+        return [await client.call_tool("greeter__add", {"a": 1, "b": 2}) for _ in range(3)]
+
+    results = as_client(server, key, add_thrice)
+
+    assert [result.is_error for result in results] == [False, True, True]
+    assert results[0].content[0].text == "3"
+    assert "requests per minute limit (1) is reached" in results[1].content[0].text
+
+
 def test_a_limited_key_sees_and_asks_only_its_agents(server: GatewayServer) -> None:
     key = mint(server, f"user-{uuid.uuid4().hex[:8]}", agents=["helper"])
 

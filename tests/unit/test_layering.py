@@ -454,3 +454,51 @@ def test_only_the_telemetry_package_spells_span_attribute_names() -> None:
         if not str(path.relative_to(ROOT)).startswith(_TELEMETRY)
     }
     assert {where: found for where, found in spelled.items() if found} == {}
+
+
+def _calls_named(path: Path, names: set[str]) -> list[str]:
+    """The calls in ``path`` of a function or method called one of ``names``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            function = node.func
+            name = function.attr if isinstance(function, ast.Attribute) else None
+            name = function.id if isinstance(function, ast.Name) else name
+            if name in names:
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def _outside(folder: str, names: set[str]) -> dict[str, list[str]]:
+    return {
+        where: found
+        for _, path in modules()
+        if not (where := str(path.relative_to(ROOT))).startswith(folder)
+        and (found := _calls_named(path, names))
+    }
+
+
+def test_only_the_money_package_builds_a_ledger_charge() -> None:
+    """A ledger row is made from what calls spent and their caller, in one place."""
+    assert _calls_named(ROOT / "inference/money/settlement.py", {"Charge"})
+    assert _outside("inference/money/", {"Charge"}) == {}
+
+
+def test_only_the_telemetry_package_opens_a_named_span() -> None:
+    """Spans are asked for by kind (``inference.telemetry.names``); none is named
+    elsewhere."""
+    opened = {"child", "begin", "root"}
+    assert _calls_named(ROOT / "inference/telemetry/names.py", opened)
+    assert _outside("inference/telemetry/", opened) == {}
+
+
+def test_admission_is_the_money_packages_word() -> None:
+    """``admit`` means one thing: a model call admitted against its caller's limits."""
+    defined = {
+        str(path.relative_to(ROOT))
+        for _, path in modules()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and "admit" in node.name
+    }
+    assert defined and all(where.startswith("inference/money/") for where in defined), defined

@@ -24,12 +24,12 @@ from inference.neutral.types import (
     ToolSpec,
     Usage,
 )
-from inference.providers.base import ProviderError
+from inference.providers.base import ProviderError, TurnStopped
 from inference.providers.registry import ProviderClients
 from inference.routing.circuits import Circuits
 from inference.routing.deployments import route_of
 from inference.routing.upstream import RoutedCalls
-from inference.tools.bounds import CallAllowance, TurnStopped
+from inference.tools.bounds import CallAllowance
 from inference.tools.loop import MAX_TOOL_ROUNDS, ToolLoop
 from inference.tools.toolbox import AgentTool, Toolbox
 from tests.fakes.base import Reply
