@@ -31,7 +31,7 @@ from inference.routing.deployments import route_of
 from inference.structured.instruction import structured_output_instruction
 from inference.turn.judges import verdict_format
 from inference.turn.options import parse_options
-from inference.turn.preparation import Setting, agent_call
+from inference.turn.preparation import Setting, ask_agent
 
 logger = logging.getLogger("gateway.automation")
 
@@ -127,11 +127,7 @@ async def _answer(
     )
     client = ClientRequest(model=agent.name, system=(), messages=messages)
     setting = Setting(client, parse_options(None), (), {})
-    caller = charges.caller
-    call = await agent_call(agent, setting, caller.user_id, config, engine)
-    asked = await ask(
-        caller, config, engine, call.route, call.request, charges.billing, toolbox=call.toolbox
-    )
+    asked = await ask_agent(agent, setting, charges.caller, charges.billing, config, engine)
     return _answered(asked)
 
 

@@ -2,9 +2,7 @@
 notes each call's result for the turn's record (the request log's attempts, who
 answered the turn, what the response cache did) and for the response's headers."""
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
+from inference.calls.watching import WatchedCalls
 from inference.neutral.calls import (
     Answerer,
     Attempt,
@@ -13,7 +11,7 @@ from inference.neutral.calls import (
     CallStream,
     ModelCalls,
 )
-from inference.neutral.types import ChatRequest, Usage
+from inference.neutral.types import Usage
 from inference.providers.base import ProviderError
 
 
@@ -74,35 +72,21 @@ class CallRecorder:
         return sum(hit.first_paid.cost_micro_usd or 0 for hit in self.hits)
 
 
-class RecordedCalls:
+class RecordedCalls(WatchedCalls):
     """One conversation's calls, each noted by the turn's recorder (``answering``: the
     conversation of the agent the client called)."""
 
     def __init__(self, calls: ModelCalls, recorder: CallRecorder, answering: bool) -> None:
-        self.calls = calls
+        super().__init__(calls)
         self.recorder = recorder
         self.answering = answering
 
-    async def complete(self, request: ChatRequest) -> CallResult:
-        try:
-            result = await self.calls.complete(request)
-        except ProviderError as error:
-            self.recorder.failed(error, self.answering)
-            raise
-        self.recorder.noted(result, self.answering)
-        return result
+    def opened(self, stream: CallStream) -> None:
+        if self.answering:
+            self.recorder.opened(stream)
 
-    @asynccontextmanager
-    async def stream(
-        self, request: ChatRequest, *, held: bool = False
-    ) -> AsyncIterator[CallStream]:
-        try:
-            async with self.calls.stream(request, held=held) as opened:
-                if self.answering:
-                    self.recorder.opened(opened)
-                yield opened
-        except ProviderError as error:
-            self.recorder.failed(error, self.answering)
-            raise
-        if opened.result is not None:
-            self.recorder.noted(opened.result, self.answering)
+    def ended(self, result: CallResult) -> None:
+        self.recorder.noted(result, self.answering)
+
+    def failed(self, error: ProviderError) -> None:
+        self.recorder.failed(error, self.answering)

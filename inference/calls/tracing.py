@@ -3,19 +3,17 @@ decided: the response cache's result on the call's ``chat`` spans (routing opene
 attempt), and, for a call the cache answered, a ``chat`` span of its own with the reply
 as first answered."""
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import replace
 
-from inference.neutral.calls import CacheResult, CallResult, CallStream, ModelCalls
-from inference.neutral.types import ChatRequest
+from inference.calls.watching import WatchedCalls
+from inference.neutral.calls import CacheResult, CallResult, ModelCalls
 from inference.providers.base import ProviderError
 from inference.telemetry.genai import cache_attributes, cache_hit_attributes
 from inference.telemetry.names import model_span
 from inference.telemetry.spans import Span
 
 
-class TracedCalls:
+class TracedCalls(WatchedCalls):
     """``cached``: what the cache does with a call that fails (``miss``, or ``bypass``
     when the request keeps it out); None for an agent without a cache. ``model``: the
     route's first model, naming a hit whose entry does not say who answered it."""
@@ -23,34 +21,12 @@ class TracedCalls:
     def __init__(
         self, calls: ModelCalls, span: Span, cached: CacheResult | None, model: str
     ) -> None:
-        self.calls = calls
+        super().__init__(calls)
         self.span = span
         self.cached = cached
         self.model = model
 
-    async def complete(self, request: ChatRequest) -> CallResult:
-        try:
-            result = await self.calls.complete(request)
-        except ProviderError as error:
-            self._failed(error)
-            raise
-        self._traced(result)
-        return result
-
-    @asynccontextmanager
-    async def stream(
-        self, request: ChatRequest, *, held: bool = False
-    ) -> AsyncIterator[CallStream]:
-        try:
-            async with self.calls.stream(request, held=held) as opened:
-                yield opened
-        except ProviderError as error:
-            self._failed(error)
-            raise
-        if opened.result is not None:
-            self._traced(opened.result)
-
-    def _traced(self, result: CallResult) -> None:
+    def ended(self, result: CallResult) -> None:
         cache = result.cache
         if cache is None or not self.span.recording:
             return
@@ -64,7 +40,7 @@ class TracedCalls:
         for attempt in result.attempts:
             attempt.span.set(cache_attributes(cache.result))
 
-    def _failed(self, error: ProviderError) -> None:
+    def failed(self, error: ProviderError) -> None:
         if self.cached is not None and self.span.recording:
             for attempt in error.attempts:
                 attempt.span.set(cache_attributes(self.cached))

@@ -10,19 +10,17 @@ What the recorded turn's client sent beside its last message (its own system mes
 tools, sampling, ``response_format``) is not stored, so a replay has none of it.
 """
 
-import time
 from collections.abc import Awaitable, Callable
 
 from agents.schema import AgentConfig, Config
-from inference.calls.asking import Asked, Billing, ask
+from inference.calls.asking import Asked, Billing
 from inference.engine import Engine
 from inference.evaluations.cases import RecordedCase
 from inference.money.caller import Caller
-from inference.neutral.errors import ApiError
 from inference.neutral.request import ClientRequest
 from inference.neutral.types import Message
 from inference.turn.options import RequestOptions
-from inference.turn.preparation import Setting, agent_call
+from inference.turn.preparation import Setting, ask_agent
 
 
 async def replay(
@@ -40,19 +38,4 @@ async def replay(
         model=agent.name, system=(), messages=(Message(role="user", content=case.question),)
     )
     setting = Setting(client, RequestOptions(), case.history, {})
-    started = time.perf_counter()
-    try:
-        call = await agent_call(agent, setting, caller.user_id, config, engine)
-    except ApiError as error:  # its tools cannot be gathered (an MCP server is down)
-        latency_ms = (time.perf_counter() - started) * 1000
-        return Asked.refused(error.message, error.code or error.error_type, latency_ms)
-    return await ask(
-        caller,
-        config,
-        engine,
-        call.route,
-        call.request,
-        billing,
-        toolbox=call.toolbox,
-        going_on=going_on,
-    )
+    return await ask_agent(agent, setting, caller, billing, config, engine, going_on)

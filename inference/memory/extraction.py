@@ -5,7 +5,6 @@ facts of the exchange, and those the user's memories do not already hold are kep
 import json
 import logging
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -65,14 +64,6 @@ class TurnToLearn:
     agent: AgentConfig  # the agent whose memory it is
     user_text: str
     reply: str
-
-    @property
-    def user_id(self) -> str:
-        return self.caller.user_id
-
-    @property
-    def started_at(self) -> datetime:
-        return self.caller.started_at
 
 
 async def extract_memories(exchange: TurnToLearn, config: Config, engine: Engine) -> None:
@@ -161,10 +152,12 @@ def _keep_novel(
     """Store each fact less similar than ``dedup`` to every stored memory and to the facts
     kept before it; under a lock per user, so two extractions cannot both keep one fact."""
     with transaction.atomic():
-        lock_until_commit(f"memory:{exchange.user_id}")
-        if erasures_of([exchange.user_id]).since(exchange.user_id, exchange.started_at):
+        lock_until_commit(f"memory:{exchange.caller.user_id}")
+        if erasures_of([exchange.caller.user_id]).since(
+            exchange.caller.user_id, exchange.caller.started_at
+        ):
             return 0
-        held = shelf(exchange.user_id, exchange.agent.name, embedder)
+        held = shelf(exchange.caller.user_id, exchange.agent.name, embedder)
         novel: list[tuple[str, tuple[float, ...]]] = []
         for text, vector in facts:
             if held.most_similar(vector) >= dedup:
@@ -173,7 +166,7 @@ def _keep_novel(
                 continue
             novel.append((text, vector))
         add_memories(
-            exchange.user_id,
+            exchange.caller.user_id,
             exchange.agent.name,
             embedder,
             novel,

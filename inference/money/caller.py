@@ -11,7 +11,7 @@ to.
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 
 from django.utils import timezone
 
@@ -19,24 +19,17 @@ from inference.money.caps import TokenCap
 from inference.money.keys import KeyGrant
 from inference.telemetry.spans import NO_SPAN, Span
 
-# Why calls are made. The work a caller pays for under its limits is its turns (a
-# request's, a task's, one asked over MCP), its embeddings and its batch lines; the rest
-# is charged to the agent that did it and counts against no user's or key's limit.
-type Purpose = Literal[
-    "turn",
-    "task",
-    "mcp",
-    "embedding",
-    "batch",
-    "judge",
-    "shadow",
-    "memory",
-    "cache",
-    "guardrail",
-    "evaluation",
-    "smoke",
+# Why calls are made. A request's own work, billed to its caller as a turn: its turns (a
+# request's, a task's, one asked over MCP) and its embeddings.
+type TurnPurpose = Literal["turn", "task", "mcp", "embedding"]
+# Work billed under a kind of its own (``inference.money.settlement``): batch lines, to
+# the caller too; the rest to the agent that did it, against no user's or key's limit.
+type OwnPurpose = Literal[
+    "batch", "judge", "shadow", "memory", "cache", "guardrail", "evaluation", "smoke"
 ]
-_PAID_UNDER_LIMITS: frozenset[Purpose] = frozenset({"turn", "task", "mcp", "embedding", "batch"})
+type Purpose = TurnPurpose | OwnPurpose
+TURN_PURPOSES: tuple[TurnPurpose, ...] = get_args(TurnPurpose.__value__)
+_PAID_UNDER_LIMITS: frozenset[Purpose] = frozenset({*TURN_PURPOSES, "batch"})
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,14 @@ transaction of its own), so a row and the reservations it replaces go together.
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, cast
 
 from django.utils import timezone
 
 from inference.database import insert_rows
 from inference.erasures import Erasures, erasures_of
 from inference.models import BudgetReservation, LedgerEntry
-from inference.money.caller import Caller, Purpose
+from inference.money.caller import TURN_PURPOSES, Caller, OwnPurpose
 from inference.neutral.calls import Answerer
 from inference.neutral.types import Usage
 
@@ -30,33 +30,7 @@ from inference.neutral.types import Usage
 # called by a key (a request, nothing spent); the others are charged to the agent (and
 # experiment); "evaluation": a replay of recorded traffic and its judging, to no user at
 # all; "smoke": a smoke test's conversation and judging.
-type ChargeKind = Literal[
-    "turn",
-    "cache_hit",
-    "tool",
-    "batch",
-    "judge",
-    "shadow",
-    "memory",
-    "cache",
-    "guardrail",
-    "evaluation",
-    "smoke",
-]
-_KINDS: dict[Purpose, ChargeKind] = {
-    "turn": "turn",
-    "task": "turn",
-    "mcp": "turn",
-    "embedding": "turn",
-    "batch": "batch",
-    "judge": "judge",
-    "shadow": "shadow",
-    "memory": "memory",
-    "cache": "cache",
-    "guardrail": "guardrail",
-    "evaluation": "evaluation",
-    "smoke": "smoke",
-}
+type ChargeKind = Literal["turn", "cache_hit", "tool"] | OwnPurpose
 
 
 @dataclass(frozen=True)
@@ -98,7 +72,8 @@ def charge(
     """The row of calls ``caller`` made for ``agent`` (``call_id``: the completion or call
     they belong to): of the kind its purpose says (or ``kind``), paid by its key when the
     caller pays for them."""
-    kind = kind or _KINDS[caller.purpose]
+    purpose = caller.purpose
+    kind = kind or ("turn" if purpose in TURN_PURPOSES else cast(OwnPurpose, purpose))
     return Charge(
         kind=kind,
         user_id="" if kind == "evaluation" else caller.user_id,  # to no user at all

@@ -13,7 +13,6 @@ import json
 import logging
 import random
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -73,14 +72,6 @@ class JudgedReply:
     reply: str
     cached: JudgedEntry | None = None
 
-    @property
-    def user_id(self) -> str:
-        return self.caller.user_id
-
-    @property
-    def started_at(self) -> datetime:
-        return self.caller.started_at
-
 
 def sampled_judges(
     config: Config, agent_judges: list[str], rng: random.Random
@@ -128,7 +119,7 @@ async def judge_reply(
     caller = subject.caller.to("judge")
     with agent_span(caller.span, judge.name) as span:
         if span.recording:
-            span.set(agent_attributes(judge.name, judge.model, subject.user_id))
+            span.set(agent_attributes(judge.name, judge.model, subject.caller.user_id))
             span.set(judged_attributes(subject.agent))
         await _judge(judge, subject, config, engine, caller.traced(span), span)
 
@@ -196,10 +187,10 @@ def record_verdict(
 ) -> None:
     """The judge's run, its scores, and what it spent (charged to the judged agent)."""
     with transaction.atomic():
-        erasures = erasures_of([subject.user_id])
+        erasures = erasures_of([subject.caller.user_id])
         common = {
             "completion_id": subject.completion_id,
-            "user_id": erasures.kept_id(subject.user_id, subject.started_at),
+            "user_id": erasures.kept_id(subject.caller.user_id, subject.caller.started_at),
             "agent": subject.agent,
             "experiment": subject.experiment,
             "variant": subject.variant,

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -20,6 +21,7 @@ from django.utils import timezone
 from agents.schema import AgentConfig, Config
 from core.requestlog import RequestLog
 from inference.cache.use import CacheControl, cache_control
+from inference.calls.asking import Asked, Billing, ask
 from inference.database import in_database
 from inference.engine import Engine
 from inference.files.resolution import LoadedFile, file_ids_of, load_files, resolve_documents
@@ -264,6 +266,36 @@ async def agent_call(
         agent, config, client, setting.options, conversation, toolbox, memories
     )
     return AgentCall(agent, route, toolbox, request)
+
+
+async def ask_agent(
+    agent: AgentConfig,
+    setting: Setting,
+    caller: Caller,
+    billing: Billing,
+    config: Config,
+    engine: Engine,
+    going_on: Callable[[], Awaitable[None]] | None = None,
+) -> Asked:
+    """``agent``'s answer to the conversation ``setting`` holds, asked as a turn asks it
+    (its preamble, skills and tools, the tool loop), for ``caller``; refused when its
+    tools cannot be gathered (an MCP server is down)."""
+    started = time.perf_counter()
+    try:
+        call = await agent_call(agent, setting, caller.user_id, config, engine)
+    except ApiError as error:
+        latency_ms = (time.perf_counter() - started) * 1000
+        return Asked.refused(error.message, error.code or error.error_type, latency_ms)
+    return await ask(
+        caller,
+        config,
+        engine,
+        call.route,
+        call.request,
+        billing,
+        toolbox=call.toolbox,
+        going_on=going_on,
+    )
 
 
 async def checked_tools(offer: ToolOffer) -> None:

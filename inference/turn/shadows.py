@@ -8,9 +8,8 @@ import uuid
 
 from agents.schema import AgentConfig, Config
 from core.logformat import log_event
-from inference.calls.asking import Billing, ask
+from inference.calls.asking import Billing
 from inference.engine import Engine
-from inference.neutral.errors import ApiError
 from inference.telemetry.genai import (
     agent_attributes,
     experiment_attributes,
@@ -18,7 +17,7 @@ from inference.telemetry.genai import (
 )
 from inference.telemetry.names import agent_span
 from inference.turn.judges import JudgedReply, judge_reply, sampled_judges
-from inference.turn.preparation import Turn, agent_call
+from inference.turn.preparation import Turn, ask_agent
 
 logger = logging.getLogger("gateway.shadows")
 
@@ -33,24 +32,11 @@ async def run_shadow(agent: AgentConfig, turn: Turn, config: Config, engine: Eng
             span.set(agent_attributes(agent.name, turn.requested_model, turn.user_id))
             span.set(experiment_attributes(experiment, agent.name))
         completion_id = f"shadow-{uuid.uuid4().hex}"
-        try:
-            call = await agent_call(agent, turn.setting, turn.user_id, config, engine)
-        except ApiError as error:
-            span.fail(error.code or error.error_type)
-            _failed(turn, agent, completion_id, error.message)
-            return
         billing = Billing(agent.name, completion_id, experiment, agent.name)
-        asked = await ask(
-            caller.traced(span),
-            config,
-            engine,
-            call.route,
-            call.request,
-            billing,
-            toolbox=call.toolbox,
-        )
+        asked = await ask_agent(agent, turn.setting, caller.traced(span), billing, config, engine)
         span.set(usage_attributes(asked.usage))
         if asked.text is None:
+            span.fail(asked.code or "failed")
             _failed(turn, agent, completion_id, asked.error)
             return
         log_event(
