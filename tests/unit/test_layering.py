@@ -3,7 +3,7 @@
 ``core`` is the floor and imports none of the project's packages; ``agents`` (the
 config) builds only on ``core``; ``inference`` and ``adminui`` build on both, and the
 admin uses of ``inference`` only the modules in ``ALLOWED`` (recorded data, prices, keys,
-erasure, memories, MCP connections, evaluations, live state); ``gateway`` is the top, wired in by the entry points,
+erasure, memories, MCP connections, evaluations, spend reconciliation, live state); ``gateway`` is the top, wired in by the entry points,
 and imported by no other package. Inside ``inference`` and ``adminui`` the same holds between their
 parts (sub-packages and top-level modules), and no module anywhere is part of an import
 circle, imports made only for type checking included.
@@ -21,8 +21,10 @@ from pathlib import Path
 import pytest
 
 from agents.schema import PROVIDER_KINDS
+from agents.validation import BILLING_KINDS
 from agents.validation import EMBEDDING_KINDS as CONFIG_EMBEDDING_KINDS
 from inference.providers.registry import EMBEDDING_KINDS, PROVIDER_CLASSES
+from inference.reconciliation.fetching import APIS as BILLING_APIS
 from tests.upstreams import FAKE_CLASSES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +53,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "inference.memory.store",
         "inference.money.keys",
         "inference.money.prices",
+        "inference.reconciliation.records",
         "inference.status",
     ),
     "gateway": ("core", "agents", "inference", "adminui"),
@@ -177,9 +180,10 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "tools",
             "turn",
         ),
+        "reconciliation": ("automation", "database", "models", "providers"),
         "api": ("dialects", "neutral", "serving"),
         "migrations": (),
-        "management": ("database", "engine", "evaluations", "money"),
+        "management": ("database", "engine", "evaluations", "money", "reconciliation"),
     },
     "adminui": {
         "context": (),
@@ -355,8 +359,9 @@ def test_no_dialect_folder_imports_another_or_is_imported_but_by_the_registry() 
 
 
 # Outgoing URLs of other APIs, built where the gateway calls them: a provider's own routes
-# (Anthropic's /v1/messages, Gemini's /v1beta/models) and the OTLP collector's /v1/traces.
-_OUTGOING_URLS = ("inference/providers/", "inference/telemetry/")
+# (Anthropic's /v1/messages, Gemini's /v1beta/models), its billing API's
+# (/v1/organizations/cost_report) and the OTLP collector's /v1/traces.
+_OUTGOING_URLS = ("inference/providers/", "inference/reconciliation/", "inference/telemetry/")
 _API_PATH = re.compile(r"/v1(beta)?(/|$)")
 
 
@@ -403,6 +408,11 @@ def test_provider_kinds_have_one_source_of_truth() -> None:
     assert set(PROVIDER_CLASSES) == set(PROVIDER_KINDS)
     assert set(FAKE_CLASSES) == set(PROVIDER_KINDS)
     assert set(EMBEDDING_KINDS) == set(CONFIG_EMBEDDING_KINDS)
+
+
+def test_billing_kinds_have_one_source_of_truth() -> None:
+    """The kinds a config may give ``billing`` are the kinds whose billing API is read."""
+    assert set(BILLING_APIS) == set(BILLING_KINDS)
 
 
 # Where span attributes are named: their names (HTTP and GenAI conventions, ours).
