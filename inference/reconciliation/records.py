@@ -37,6 +37,7 @@ class FetchError:
 
 @dataclass(frozen=True)
 class Reconciliation:
+    providers: list[str]  # those with billing
     rows: list[DriftRow]  # by provider, day (newest first) and model
     errors: list[FetchError]
     fetched_at: datetime | None  # the last fetch of any of the providers
@@ -45,15 +46,18 @@ class Reconciliation:
 
 def reconciliation(config: Config, days: int | None = None) -> Reconciliation:
     """The last ``days`` days (default ``reconciliation.days``), today's UTC day included."""
+    providers = billing_providers(config)
+    if not providers:
+        return Reconciliation(providers, [], [], None, False)
     now = timezone.now()
     first, last = drift.window(now.date(), days or config.reconciliation.days)
-    providers = billing_providers(config)
     stored = ReconciledSpend.objects.filter(
         provider__in=providers, day__gte=first, day__lte=last
     ).order_by("provider", "-day", "model")
     alert = config.reconciliation.alert_pct
     fetches = list(BillingFetch.objects.filter(provider__in=providers).order_by("provider"))
     return Reconciliation(
+        providers=providers,
         rows=[_row(spend, alert) for spend in stored],
         errors=[FetchError(fetch.provider, fetch.error) for fetch in fetches if fetch.error],
         fetched_at=max((fetch.fetched_at for fetch in fetches), default=None),

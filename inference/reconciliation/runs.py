@@ -65,7 +65,10 @@ class Daily:
 
     async def run(self) -> None:
         while True:
-            await self._check()
+            try:
+                await self._check()
+            except Exception:  # the database was away, say: the next look tries again
+                logger.exception("the day's fetch of the bills failed")
             await asyncio.sleep(CHECK_SECONDS)
 
     async def _check(self) -> None:
