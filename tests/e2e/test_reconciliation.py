@@ -258,6 +258,42 @@ def test_the_admin_keys_are_never_shown_by_the_admin(server: GatewayServer) -> N
     assert OPENAI_ADMIN not in server.log() and ANTHROPIC_ADMIN not in server.log()
 
 
+def test_a_project_set_through_the_admin_keeps_the_masked_key_and_narrows_the_bill(
+    server: GatewayServer, fakes: dict[str, FakeUpstream], spent: dict[str, Decimal]
+) -> None:
+    today = datetime.now(UTC).date()
+    mini = spent["gpt-4.1-mini"]
+    costs_of(fakes, "openai").extend(
+        [Cost(today, "gpt-4.1-mini", mini, project="proj_gw"), Cost(today, "gpt-4.1-mini", mini)]
+    )
+    shown = httpx.get(f"{server.url}/admin/providers/openai", headers=JSON).json()
+    assert shown["billing"] == {"admin_key": "sk-…cdef"}
+
+    def narrowed(project: str | None) -> bool:
+        """Written with ``project``, then fetched by a worker that applied it."""
+        billing = {**shown["billing"], **({"project": project} if project else {})}
+        written = httpx.put(
+            f"{server.url}/admin/providers/openai", json={**shown, "billing": billing}
+        )
+        assert written.status_code == 200, written.text
+        assert run(server).status_code == 200
+        calls = billing_calls(fakes["openai"], COSTS_PATH)
+        return bool(calls) and calls[-1].query.get("project_ids") == (
+            [project] if project else None
+        )
+
+    try:
+        wait_for(lambda: narrowed("proj_gw"), "a fetch of the project's costs only")
+        assert f"admin_key: {OPENAI_ADMIN}" in server.config_path.read_text()
+        assert billing_calls(fakes["openai"], COSTS_PATH)[-1].headers["authorization"] == (
+            f"Bearer {OPENAI_ADMIN}"
+        )
+        rows = rows_of(httpx.get(f"{server.url}/admin/reconciliation", headers=JSON).json())
+        assert rows["openai", "gpt-4.1-mini"]["drift_pct"] == 0.0  # the other project's left out
+    finally:
+        wait_for(lambda: narrowed(None), "a fetch of the whole organization again")
+
+
 def test_drift_is_flagged_on_the_overview_and_in_metrics(
     server: GatewayServer, fakes: dict[str, FakeUpstream], spent: dict[str, Decimal]
 ) -> None:
