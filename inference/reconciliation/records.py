@@ -71,8 +71,8 @@ def flagged_rows(config: Config) -> list[DriftRow]:
 
 
 def drift_ratios(config: Config) -> dict[tuple[str, str], float]:
-    """For each provider and model, its drift ratio on the day it drifted the most (the
-    day whose row is flagged first), over the days with something billed."""
+    """For each provider and model, its drift ratio on the day it drifted the most of the
+    days with something billed: over ``alert_pct / 100`` when one of its rows is flagged."""
     ratios: dict[tuple[str, str], float] = {}
     for row in reconciliation(config).rows:
         if row.drift_pct is None:
