@@ -17,6 +17,7 @@ from adminui.editing import (
     skills,
 )
 from adminui.editing.collections import Column, ItemDetails, collection_router
+from adminui.reconciliation import routes as reconciliation
 from adminui.records import (
     automation,
     cache,
@@ -96,6 +97,7 @@ api.add_router("", skills.router)
 api.add_router("", live.router)
 api.add_router("", keys.router)
 api.add_router("", spend.router)
+api.add_router("", reconciliation.router)
 api.add_router("", requests.router)
 api.add_router("", memories.router)
 api.add_router("", cache.router)

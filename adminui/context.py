@@ -11,6 +11,7 @@ from core.requestlog import RequestLog
 from inference.evaluations.records import EvaluationRow
 from inference.evaluations.spec import Plan
 from inference.memory.store import Memory
+from inference.reconciliation.records import Reconciliation
 from inference.status import DeploymentStatus, McpServerStatus
 
 
@@ -23,6 +24,7 @@ class AdminRuntime(Protocol):
     async def start_evaluation(self, plan: Plan, config: Config) -> EvaluationRow: ...
     async def cancel_evaluation(self, evaluation_id: int) -> tuple[EvaluationRow | None, bool]: ...
     async def start_smoke_test(self, name: str) -> dict[str, Any] | None: ...
+    async def reconcile(self, config: Config) -> tuple[bool, Reconciliation]: ...
 
 
 class AdminRequest(HttpRequest):

@@ -1,6 +1,6 @@
 """Request and response schemas of the admin API beyond the config's own (agents.schema)."""
 
-from datetime import datetime
+from datetime import date, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -90,10 +90,26 @@ class AgentSummary(BaseModel):
     tokens_24h: int
 
 
+class DriftRowOut(BaseModel):
+    """One row of spend reconciliation: a provider's bill for a model on a UTC day."""
+
+    provider: str
+    day: date
+    model: str
+    billed_usd: float
+    computed_usd: float
+    drift_usd: float = Field(description="computed_usd - billed_usd")
+    drift_pct: float | None = Field(description="drift_usd in % of billed_usd (null: 0 billed)")
+    flagged: bool = Field(description="|drift_pct| is above reconciliation.alert_pct")
+
+
 class OverviewOut(BaseModel):
     agents: list[AgentSummary]
     experiments: list[str]
     problems: list[str] = Field(description="Why the file on disk is not live, if it is not.")
+    spend_drift: list[DriftRowOut] = Field(
+        description="Reconciliation's rows over alert_pct, the last reconciliation.days days."
+    )
 
 
 class ScoreOut(BaseModel):

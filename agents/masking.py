@@ -1,11 +1,12 @@
 """Secrets never leave the server once written (docs/admin.md, "Secret masking").
 
-Reads show an API key as ``sk-…abcd`` (first 3 and last 4 characters, only when it is at
-least 20 characters long, else ``********``) and a password or client secret always as
-``********``; ``${ENV}`` references are shown as written (they are not secrets). A write
-that sends back the mask of the stored secret keeps the stored secret; one that sends a
-value that looks like a mask but is not the stored secret's mask is refused, since the
-mask would otherwise be written into the file.
+Reads show an API key (a provider's ``api_key``, its billing ``admin_key``) as
+``sk-…abcd`` (first 3 and last 4 characters, only when it is at least 20 characters long,
+else ``********``) and a password or client secret always as ``********``; ``${ENV}``
+references are shown as written (they are not secrets). A write that sends back the mask
+of the stored secret keeps the stored secret; one that sends a value that looks like a
+mask but is not the stored secret's mask is refused, since the mask would otherwise be
+written into the file.
 """
 
 from collections.abc import Callable, Iterable, Iterator
@@ -14,9 +15,11 @@ from typing import Any
 MARK = "…"
 HIDDEN = "********"
 _SHOWN_KEY_LENGTH = 20
+_API_KEYS = ("api_key", "admin_key")  # shown by their ends when long enough
 # Where secrets live, as paths of keys; "*" stands for any key of a map.
 SECRET_PATHS = (
     ("providers", "*", "api_key"),
+    ("providers", "*", "billing", "admin_key"),
     ("auth", "*", "basic", "password"),
     ("auth", "*", "oidc", "client_secret"),
     ("telemetry", "headers", "*"),  # a collector's credentials
@@ -38,7 +41,7 @@ def mask(value: Any, key: str = "api_key") -> Any:
     """How reads show the secret ``value`` stored under ``key``."""
     if not isinstance(value, str) or not value or "${" in value:
         return value
-    if key == "api_key" and len(value) >= _SHOWN_KEY_LENGTH:
+    if key in _API_KEYS and len(value) >= _SHOWN_KEY_LENGTH:
         return f"{value[:3]}{MARK}{value[-4:]}"
     return HIDDEN
 

@@ -52,6 +52,17 @@ class CircuitConfig(Finite):
     cooldown: float = Field(default=30, ge=0)
 
 
+class BillingConfig(Section):
+    """Our extension: the provider's billing API, read to compare what it billed with what
+    the gateway computed (docs/reconciliation.md)."""
+
+    admin_key: str = Field(description="An admin key of the organization (a secret).")
+    project: str | None = Field(
+        default=None,
+        description="Only this project's (openai) or workspace's (anthropic) costs.",
+    )
+
+
 class ProviderConfig(Section):
     kind: ProviderKindName | None = Field(
         default=None, description="Our extension: the wire format; defaults to the name."
@@ -68,6 +79,9 @@ class ProviderConfig(Section):
         default=None,
         description="Our extension: whether it takes PDFs (default: by kind); false: "
         "their text is sent instead.",
+    )
+    billing: BillingConfig | None = Field(
+        default=None, description="Our extension: what it billed, for spend reconciliation."
     )
 
     @property
@@ -397,6 +411,16 @@ class EvaluationsConfig(Section):
     )
 
 
+class ReconciliationConfig(Finite):
+    """Our extension: what the providers billed next to what the gateway computed
+    (docs/reconciliation.md)."""
+
+    days: int = Field(default=7, ge=1, le=90, description="Days compared, today (UTC) included.")
+    alert_pct: float = Field(
+        default=5, ge=0, description="A day's drift above this percentage is flagged."
+    )
+
+
 class EmbedderConfig(Section):
     """A model that turns text into vectors (``POST /v1/embeddings``, docs/embeddings.md),
     on an OpenAI-format provider, Gemini or Cohere."""
@@ -483,6 +507,7 @@ class Config(Section):
     telemetry: TelemetryConfig = TelemetryConfig()
     cache: CacheConfig = CacheConfig()
     evaluations: EvaluationsConfig = EvaluationsConfig()
+    reconciliation: ReconciliationConfig = ReconciliationConfig()
     files: FilesConfig = FilesConfig()
     skills: SkillsConfig | None = None
     mcp_server: McpServerSettings = McpServerSettings()

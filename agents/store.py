@@ -597,7 +597,8 @@ def _locate(
 
 
 def _masked(resource: Resource, item: dict[str, Any]) -> dict[str, Any]:
+    """The entry as reads show it: its secrets (a provider's keys) masked."""
     shown: dict[str, Any] = json.loads(json.dumps(item, default=str))
-    if "api_key" in shown and resource.section == "providers":
-        shown["api_key"] = masking.mask(shown["api_key"], "api_key")
+    if not resource.is_list:  # the secrets' paths name map entries, any key
+        masking.mask_config({resource.section: {"entry": shown}})
     return shown

@@ -21,7 +21,7 @@ from agents.schema import (
     JudgeConfig,
     McpOAuthConfig,
 )
-from core.providerkinds import EMBEDDING_KINDS, KIND_NAMES
+from core.providerkinds import BILLING_KINDS, EMBEDDING_KINDS, KIND_NAMES
 
 
 def cross_validate(config: Config) -> list[str]:
@@ -29,6 +29,7 @@ def cross_validate(config: Config) -> list[str]:
         *_check_sections(config),
         *_check_names(config),
         *_check_providers(config),
+        *_check_billing(config),
         *_check_agents(config),
         *_check_subagent_cycles(config),
         *_check_judges(config),
@@ -136,6 +137,24 @@ def _check_providers(config: Config) -> Iterator[str]:
                     yield (
                         f"{section}[{index}].{field}: provider '{provider_name}' is not configured"
                     )
+
+
+def _check_billing(config: Config) -> Iterator[str]:
+    for name, provider in config.providers.items():
+        billing = provider.billing
+        if billing is None:
+            continue
+        path = f"providers.{name}.billing"
+        kind = config.provider_kind(name)
+        if kind not in BILLING_KINDS:
+            yield (
+                f"{path}: provider '{name}' is of kind {kind}, whose bills the gateway cannot "
+                f"read (the kinds it can: {', '.join(BILLING_KINDS)})"
+            )
+        if not billing.admin_key.strip():
+            yield f"{path}.admin_key: must not be blank"
+        if billing.project is not None and not billing.project.strip():
+            yield f"{path}.project: must not be blank (remove it to compare the whole organization)"
 
 
 def _check_agents(config: Config) -> Iterator[str]:

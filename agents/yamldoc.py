@@ -49,7 +49,9 @@ def parse(text: str) -> Any:
 _QUOTED_VALUES = re.compile(r' with value ".*?"( \(original value: ".*?"\))?')
 _QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
 # The rest of a line after a key that holds a secret, in block or flow style.
-_SECRET_LINE = re.compile(r"\b(?:api_key|password|client_secret)['\"]?\s*:(.*)$", re.MULTILINE)
+_SECRET_LINE = re.compile(
+    r"\b(?:api_key|admin_key|password|client_secret)['\"]?\s*:(.*)$", re.MULTILINE
+)
 
 
 def describe_yaml_error(error: YAMLError) -> str:

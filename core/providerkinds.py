@@ -25,13 +25,14 @@ class ProviderKind:
     price_table: str
     documents: bool = False  # whether it takes PDFs as they are (else their text)
     embeds: bool = False  # whether it serves embeddings
+    bills: bool = False  # whether the gateway reads what it billed (docs/reconciliation.md)
 
 
 PROVIDER_KINDS: dict[str, ProviderKind] = {
     kind.name: kind
     for kind in (
         ProviderKind(
-            "openai", "openai", "https://api.openai.com/v1", "openai", "openai", True, True
+            "openai", "openai", "https://api.openai.com/v1", "openai", "openai", True, True, True
         ),
         ProviderKind(
             "groq", "openai", "https://api.groq.com/openai/v1", "groq", "groq", embeds=True
@@ -40,7 +41,13 @@ PROVIDER_KINDS: dict[str, ProviderKind] = {
             "deepseek", "openai", "https://api.deepseek.com/v1", "deepseek", "deepseek", embeds=True
         ),
         ProviderKind(
-            "anthropic", "anthropic", "https://api.anthropic.com", "anthropic", "anthropic", True
+            "anthropic",
+            "anthropic",
+            "https://api.anthropic.com",
+            "anthropic",
+            "anthropic",
+            documents=True,
+            bills=True,
         ),
         ProviderKind(
             "gemini",
@@ -58,4 +65,5 @@ KIND_NAMES: tuple[str, ...] = get_args(ProviderKindName)
 EMBEDDING_KINDS: tuple[str, ...] = tuple(
     name for name, kind in PROVIDER_KINDS.items() if kind.embeds
 )
+BILLING_KINDS: tuple[str, ...] = tuple(name for name, kind in PROVIDER_KINDS.items() if kind.bills)
 assert set(KIND_NAMES) == set(PROVIDER_KINDS), "every kind name is described once"

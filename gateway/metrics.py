@@ -2,7 +2,8 @@
 
 The counters and histograms are defined and observed in ``core.metrics``. Under
 ``serve --workers`` (``PROMETHEUS_MULTIPROC_DIR`` set) the samples of every worker are
-added up; MCP server states are read at scrape time from the answering process.
+added up; MCP server states are read at scrape time from the answering process, spend
+reconciliation's drifts from the database (the same whichever process answers).
 """
 
 import os
@@ -18,6 +19,7 @@ from prometheus_client.registry import Collector
 from adminui.access.guard import refusal_of
 from adminui.context import AdminRequest
 from gateway import runtime
+from inference.reconciliation.records import drift_ratios
 from inference.status import McpServerStatus
 
 MCP_STATES = ("connecting", "connected", "unavailable", "per-user")
@@ -46,6 +48,22 @@ class McpCollector(Collector):
         yield tools
 
 
+class DriftCollector(Collector):
+    def __init__(self, ratios: dict[tuple[str, str], float]) -> None:
+        self.ratios = ratios
+
+    def collect(self) -> Iterator[Metric]:
+        drift = GaugeMetricFamily(
+            "gateway_spend_drift_ratio",
+            "(computed - billed) / billed spend of each provider's model on the day it drifted "
+            "most of the last reconciliation.days days (models billed nothing left out)",
+            labels=["provider", "model"],
+        )
+        for (provider, model), ratio in sorted(self.ratios.items()):
+            drift.add_metric([provider, model], ratio)
+        yield drift
+
+
 def metrics(request: HttpRequest) -> HttpResponse:
     """Synchronous: under multi-process mode it reads the workers' files."""
     refusal = refusal_of(cast(AdminRequest, request))
@@ -57,4 +75,6 @@ def metrics(request: HttpRequest) -> HttpResponse:
     else:
         registry.register(cast(Collector, REGISTRY))
     registry.register(McpCollector(runtime.current().mcp_status()))
+    config = runtime.current().holder.config
+    registry.register(DriftCollector(drift_ratios(config) if config is not None else {}))
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

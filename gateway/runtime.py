@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from inference.evaluations.records import EvaluationRow
     from inference.evaluations.spec import Plan
     from inference.memory.store import Memory
+    from inference.reconciliation.records import Reconciliation
 
 logger = logging.getLogger("gateway.config")
 
@@ -55,6 +56,15 @@ class Runtime:
     async def _start(self) -> None:
         await self.engine.start(self.holder.config)
         self.automation.start()
+        self._start_daily_reconciliation()
+
+    def _start_daily_reconciliation(self) -> None:
+        """The process's part in the day's fetch of the bills (docs/reconciliation.md)."""
+        # Imported here: the runtime is imported before Django's apps (and models) load.
+        from inference.reconciliation.runs import Daily
+
+        daily = asyncio.ensure_future(Daily(lambda: self.holder.config).run())
+        self.engine.services.add(daily)
 
     @property
     def automation(self) -> "Automation":
@@ -71,6 +81,16 @@ class Runtime:
 
     async def start_smoke_test(self, name: str) -> dict[str, Any] | None:
         return await self.automation.start_smoke_test(name)
+
+    async def reconcile(self, config: "Config") -> "tuple[bool, Reconciliation]":
+        """Fetch the bills now (the admin): (False when a fetch is under way elsewhere and
+        nothing was fetched, the stored rows)."""
+        from inference.database import in_database
+        from inference.reconciliation.records import reconciliation
+        from inference.reconciliation.runs import reconcile
+
+        fetched = await reconcile(config, "admin")
+        return fetched, await in_database(reconciliation, config)
 
     async def stop(self) -> None:
         self.watcher.stop()

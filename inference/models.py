@@ -444,3 +444,43 @@ class SmokeRun(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["test", "id"], name="smoke_runs_by_test")]
+
+
+class Lease(models.Model):
+    """Work one process at a time does, across every process and replica sharing the
+    database (``inference.automation.leases``): who holds it until when, and the last UTC
+    day it was done, for work done once a day."""
+
+    name = models.CharField(max_length=64, unique=True)
+    holder = models.CharField(max_length=64, blank=True, default="")
+    until = models.DateTimeField()
+    done_on = models.DateField(null=True, blank=True)
+
+
+class ReconciledSpend(models.Model):
+    """One row of spend reconciliation (docs/reconciliation.md): what a provider billed for
+    one model on one UTC day, as its billing API said, beside what the ledger computed for
+    that provider's calls of it that day, both as of ``fetched_at``, in millionths of a USD."""
+
+    provider = models.CharField(max_length=64)  # its name in the config
+    day = models.DateField()
+    model = models.CharField(max_length=255)
+    billed_micro_usd = models.BigIntegerField()
+    computed_micro_usd = models.BigIntegerField()
+    fetched_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "day", "model"], name="reconciled_spend_once"
+            )
+        ]
+
+
+class BillingFetch(models.Model):
+    """The last fetch of one provider's billing API: when, and why it failed ("": it did
+    not)."""
+
+    provider = models.CharField(max_length=64, unique=True)
+    fetched_at = models.DateTimeField()
+    error = models.TextField(blank=True, default="")

@@ -3,7 +3,7 @@
 Without ``auth.admin`` the admin answers any process on this machine. A config write can
 make the gateway run a program (an MCP server started over stdio) or send a stored secret
 to a host of the writer's choosing (a provider's ``base_url`` moved while its ``api_key``
-stays). Such writes need the file itself or an authenticated admin; everything else the
+or billing ``admin_key`` stays). Such writes need the file itself or an authenticated admin; everything else the
 open admin may do.
 """
 
@@ -45,19 +45,34 @@ def _programs(before: Any, after: Any) -> list[str]:
     return found
 
 
+# The secrets a provider sends to its base_url, by where they are in its entry.
+_PROVIDER_SECRETS = (("api_key",), ("billing", "admin_key"))
+
+
 def _moved_secrets(before: Any, after: Any) -> list[str]:
-    """Providers whose stored key would go to another ``base_url``."""
+    """Providers whose stored keys would go to another ``base_url``."""
     old = _section(before, "providers")
     found = []
     for name, provider in _section(after, "providers").items():
         previous = old.get(name)
         if not isinstance(provider, dict) or not isinstance(previous, dict):
             continue
-        key = previous.get("api_key")
-        moved = provider.get("base_url") != previous.get("base_url")
-        if key and moved and provider.get("api_key") == key:
-            found.append(
-                f"providers.{name}.base_url would send the stored api_key to another host "
-                "(send a new api_key with the new base_url)"
-            )
+        if provider.get("base_url") == previous.get("base_url"):
+            continue
+        for path in _PROVIDER_SECRETS:
+            key = _at(previous, path)
+            if key and _at(provider, path) == key:
+                field = ".".join(path)
+                found.append(
+                    f"providers.{name}.base_url would send the stored {field} to another host "
+                    f"(send a new {field} with the new base_url)"
+                )
     return found
+
+
+def _at(entry: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(entry, dict):
+            return None
+        entry = entry.get(key)
+    return entry

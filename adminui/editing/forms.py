@@ -274,6 +274,11 @@ class ProviderForm(ResourceForm):
     circuit = YamlField(
         expects=dict, help_text="YAML mapping of failures, cooldown (defaults 5, 30)."
     )
+    billing = YamlField(
+        expects=dict,
+        help_text="openai and anthropic: YAML mapping of admin_key (shown masked; leave it "
+        "to keep the stored key) and project, to compare what the provider billed.",
+    )
 
 
 class McpServerForm(ResourceForm):

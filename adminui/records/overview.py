@@ -14,6 +14,7 @@ from adminui.rendering.paging import page
 from adminui.schemas import MessagePage, OverviewOut, UsageOut, errors
 from agents import store
 from inference.ledger import queries
+from inference.reconciliation.records import flagged_rows
 
 router = Router(tags=["records"])
 RECENT_USERS = 200
@@ -47,7 +48,14 @@ def overview(request: AdminRequest) -> Any:
     experiments = [
         str(item.get("name")) for item in data.get("experiments") or [] if isinstance(item, dict)
     ]
-    body = {"agents": agents, "experiments": experiments, "problems": holder.problems}
+    config = holder.config
+    drift = [asdict(row) for row in flagged_rows(config)] if config is not None else []
+    body = {
+        "agents": agents,
+        "experiments": experiments,
+        "problems": holder.problems,
+        "spend_drift": drift,
+    }
     return respond(request, body, "adminui/overview.html")
 
 

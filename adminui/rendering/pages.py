@@ -27,6 +27,7 @@ _RECORD_PAGES = (
     ("Smoke tests", "admin:smoke_tests"),
     ("Usage", "admin:usage"),
     ("Spend", "admin:spend"),
+    ("Reconciliation", "admin:reconciliation"),
     ("API keys", "admin:keys"),
     ("MCP connections", "admin:mcp_connections"),
     ("Live", "admin:live"),

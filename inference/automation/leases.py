@@ -1,14 +1,17 @@
 """What decides, across every process and replica sharing the database, that one of
 them does a thing once: a trigger's run for a slot (a unique row: the first insert wins,
-the others hit the constraint), and the deployment's start (one row, renewed by every
-process's heartbeat). Plain ORM on SQLite and PostgreSQL alike."""
+the others hit the constraint), the deployment's start (one row, renewed by every
+process's heartbeat), and work one process at a time does, at most once a day if it
+says so (a named row: the one conditional update that matches it wins). Plain ORM on
+SQLite and PostgreSQL alike."""
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from agents.schema import TriggerConfig
-from inference.models import Deployment, SmokeRun, TriggerRun
+from inference.models import Deployment, Lease, SmokeRun, TriggerRun
 
 # What a run left unfinished when every process stopped says.
 STOPPED = "the gateway stopped before the run ended"
@@ -58,3 +61,32 @@ def heartbeat(now: datetime, lease: float) -> None:
     Deployment.objects.filter(id=1, alive_until__lt=now + timedelta(seconds=lease)).update(
         alive_until=now + timedelta(seconds=lease)
     )
+
+
+def take_lease(
+    name: str, holder: str, now: datetime, seconds: float, once_on: date | None = None
+) -> bool:
+    """Whether ``holder`` now holds the lease ``name`` for ``seconds``: its last holder
+    released it or let it run out, and, with ``once_on``, the work it guards was not done
+    that day yet."""
+    Lease.objects.get_or_create(name=name, defaults={"until": now - timedelta(seconds=1)})
+    free = Lease.objects.filter(name=name, until__lt=now)
+    if once_on is not None:
+        free = free.filter(Q(done_on__isnull=True) | Q(done_on__lt=once_on))
+    return free.update(holder=holder, until=now + timedelta(seconds=seconds)) == 1
+
+
+def release_lease(name: str, holder: str, now: datetime, done_on: date | None = None) -> None:
+    """``holder`` is done with the lease (``done_on``: the work was done that day)."""
+    fields: dict[str, object] = {"until": now}
+    if done_on is not None:
+        fields["done_on"] = done_on
+    Lease.objects.filter(name=name, holder=holder).update(**fields)
+
+
+def lease_state(name: str, now: datetime) -> tuple[bool, date | None]:
+    """(whether someone holds the lease ``name`` now, the last day its work was done)."""
+    lease = Lease.objects.filter(name=name).first()
+    if lease is None:
+        return False, None
+    return lease.until >= now, lease.done_on

@@ -8,15 +8,20 @@ stream reply with an ``error_body`` and status 200 fails after its content with 
 refuses what the real API refuses: a temperature other than 1, a top_p below 0.95, a
 tool round sent back without its thinking first, a thinking block with a wrong signature.
 ``POST /v1/messages/count_tokens`` answers what the test scripts (a ``raw_body``).
+``GET /v1/organizations/cost_report`` (the Admin API's cost report) answers the ``costs``
+a test sets, to an admin key (``sk-ant-admin…``) only.
 """
 
 import base64
 import json
 import re
 from collections.abc import Iterator
+from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from tests.fakes.base import FakeUpstream, Recorded, Reply, sse
+from tests.fakes.billing import Cost, bill_page, day_start
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
@@ -36,10 +41,28 @@ def thinking_signature(thinking: str) -> str:
     return base64.b64encode(f"signed:{thinking}".encode()).decode()
 
 
+COST_REPORT_PATH = "/v1/organizations/cost_report"
+
+
 class AnthropicUpstream(FakeUpstream):
+    def __init__(self, port: int = 0) -> None:
+        super().__init__(port)
+        self.costs: list[Cost] = []  # what the Admin API's cost report answers
+
+    def reset(self) -> None:
+        super().reset()
+        self.costs.clear()
+
     def next_reply(self, recorded: Recorded) -> Reply:
         reply = super().next_reply(recorded)
+        if recorded.path == COST_REPORT_PATH:
+            return reply
         return _rejection(recorded) or reply
+
+    def fixed_reply(self, recorded: Recorded) -> Reply | None:
+        if recorded.path == COST_REPORT_PATH:
+            return cost_report_reply(recorded, self.costs)
+        return super().fixed_reply(recorded)
 
     def is_stream(self, recorded: Recorded) -> bool:
         return bool(isinstance(recorded.body, dict) and recorded.body.get("stream"))
@@ -133,6 +156,66 @@ class AnthropicUpstream(FakeUpstream):
                 "request_id": "req_fake",
             }
         return reply.error_body
+
+
+def cost_report_reply(recorded: Recorded, costs: list[Cost]) -> Reply:
+    """The Admin API's cost report: daily buckets grouped by ``description`` (which fills
+    ``model`` and the token type) and/or ``workspace_id`` (else one total a day), amounts
+    as decimal strings of cents, ``limit`` buckets a page (1 to 31, default 7)."""
+    if not recorded.headers.get("x-api-key", "").startswith("sk-ant-admin"):
+        return Reply.of_error(401, "invalid x-api-key")
+    if "anthropic-version" not in recorded.headers:
+        return Reply.of_error(400, "anthropic-version: header is required")
+    query = recorded.query
+    if "starting_at" not in query:
+        return Reply.of_error(400, "starting_at: Field required")
+    limit = int(query.get("limit", ["7"])[0])
+    if not 1 <= limit <= 31 or query.get("bucket_width", ["1d"]) != ["1d"]:
+        return Reply.of_error(400, "limit or bucket_width out of range")
+    start = datetime.fromisoformat(query["starting_at"][0])
+    end = datetime.fromisoformat(query["ending_at"][0]) if "ending_at" in query else None
+    page = bill_page(costs, start, end, limit, query.get("page", [None])[0])
+    group_by = query.get("group_by[]", [])
+    body = {
+        "data": [
+            {
+                "starting_at": day_start(day).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "ending_at": day_start(day + timedelta(1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "results": _report_results(day_costs, group_by),
+            }
+            for day, day_costs in page.days
+        ],
+        "has_more": page.next_page is not None,
+        "next_page": page.next_page,
+    }
+    return Reply(raw_body=body)
+
+
+def _report_results(costs: list[Cost], group_by: list[str]) -> list[dict[str, Any]]:
+    described = "description" in group_by
+    groups: dict[tuple[str | None, str | None, str | None], Decimal] = {}
+    for cost in costs:
+        model = cost.model if described else None
+        tokens = cost.tokens if described else None
+        workspace = cost.project if "workspace_id" in group_by else None
+        key = (model, tokens, workspace)
+        groups[key] = groups.get(key, Decimal(0)) + cost.usd
+    return [
+        {
+            "amount": format(usd * 100, "f"),
+            "currency": "USD",
+            "cost_type": "tokens" if described else None,
+            "description": f"{model} Usage - {tokens.title()} Tokens" if model and tokens else None,
+            "model": model,
+            "service_tier": "standard" if described else None,
+            "token_type": {"input": "uncached_input_tokens", "output": "output_tokens"}.get(
+                tokens or ""
+            ),
+            "context_window": "0-200k" if described else None,
+            "workspace_id": workspace,
+        }
+        for (model, tokens, workspace), usd in groups.items()
+    ]
 
 
 def _rejection(recorded: Recorded) -> Reply | None:

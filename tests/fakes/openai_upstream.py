@@ -3,7 +3,9 @@
 Run it alone to try the gateway without API keys:
 ``python -m tests.fakes.openai_upstream --port 9100`` answers every call with
 "You said: <your last message>". A request with ``logprobs: true`` gets logprobs for
-each piece of text, whole and streamed, as the real API gives them.
+each piece of text, whole and streamed, as the real API gives them. ``GET
+/v1/organization/costs`` (the organization Costs API) answers the ``costs`` a test sets,
+to an admin key (``sk-admin-…``) only.
 
 ``--stream-events 40 --event-gap-ms 5`` paces it as a model streams tokens: every reply
 has enough words that a stream of it is 40 SSE events (the role, one event per word, the
@@ -15,16 +17,33 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from tests.fakes.base import FakeUpstream, Recorded, Reply, fake_vector, sse
+from tests.fakes.billing import Cost, bill_page, day_start
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+COSTS_PATH = "/v1/organization/costs"
 
 
 class OpenAIUpstream(FakeUpstream):
     stream_events = 0  # paced: every reply streams in this many events (0: as it says)
     event_gap = 0.0  # paced: seconds between two events
+
+    def __init__(self, port: int = 0) -> None:
+        super().__init__(port)
+        self.costs: list[Cost] = []  # what the organization Costs API answers
+
+    def reset(self) -> None:
+        super().reset()
+        self.costs.clear()
+
+    def fixed_reply(self, recorded: Recorded) -> Reply | None:
+        if recorded.path == COSTS_PATH:
+            return costs_reply(recorded, self.costs)
+        return super().fixed_reply(recorded)
 
     def paced(self, events: int, gap: float) -> "OpenAIUpstream":
         """Every reply (unless scripted) long enough that its stream is ``events`` events,
@@ -224,6 +243,65 @@ def _usage(reply: Reply) -> dict[str, Any]:
     if reply.reasoning_tokens:
         usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
     return usage
+
+
+def costs_reply(recorded: Recorded, costs: list[Cost]) -> Reply:
+    """The organization Costs API: daily buckets (``bucket_width=1d``), grouped by
+    ``line_item`` and/or ``project_id`` (else one total a day), of ``project_ids`` only
+    when given, ``limit`` buckets a page (1 to 180, default 7)."""
+    key = recorded.headers.get("authorization", "").removeprefix("Bearer ")
+    if not key.startswith("sk-admin-"):
+        shown = f"{key[:8]}{'*' * max(0, len(key) - 12)}{key[-4:]}"
+        return Reply(status=401, error_body=_error(f"Incorrect API key provided: {shown}."))
+    query = recorded.query
+    if "start_time" not in query:
+        return Reply(status=400, error_body=_error("start_time: Field required"))
+    limit = int(query.get("limit", ["7"])[0])
+    if not 1 <= limit <= 180 or query.get("bucket_width", ["1d"]) != ["1d"]:
+        return Reply(status=400, error_body=_error("limit or bucket_width out of range"))
+    start = datetime.fromtimestamp(int(query["start_time"][0]), UTC)
+    end = datetime.fromtimestamp(int(query["end_time"][0]), UTC) if "end_time" in query else None
+    projects = query.get("project_ids")
+    chosen = [cost for cost in costs if projects is None or cost.project in projects]
+    page = bill_page(chosen, start, end, limit, query.get("page", [None])[0])
+    group_by = query.get("group_by", [])
+    buckets = [
+        {
+            "object": "bucket",
+            "start_time": int(day_start(day).timestamp()),
+            "end_time": int(day_start(day).timestamp()) + 86_400,
+            "results": _cost_results(day_costs, group_by),
+        }
+        for day, day_costs in page.days
+    ]
+    body = {
+        "object": "page",
+        "data": buckets,
+        "has_more": page.next_page is not None,
+        "next_page": page.next_page,
+    }
+    return Reply(raw_body=body)
+
+
+def _cost_results(costs: list[Cost], group_by: list[str]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str | None, str | None], Decimal] = {}
+    for cost in costs:
+        line_item = f"{cost.model}, {cost.tokens}" if "line_item" in group_by else None
+        project = cost.project if "project_id" in group_by else None
+        groups[line_item, project] = groups.get((line_item, project), Decimal(0)) + cost.usd
+    return [
+        {
+            "object": "organization.costs.result",
+            "amount": {"value": float(usd), "currency": "usd"},
+            "line_item": line_item,
+            "project_id": project,
+        }
+        for (line_item, project), usd in groups.items()
+    ]
+
+
+def _error(message: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "code": None}}
 
 
 class DeepSeekUpstream(OpenAIUpstream):

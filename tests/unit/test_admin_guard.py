@@ -13,6 +13,7 @@ from django.test import RequestFactory
 from django_htmx.middleware import HtmxMiddleware
 
 from adminui.access.guard import is_loopback, is_loopback_host
+from adminui.access.open_admin import refusal
 from adminui.rendering.errors import AdminErrorMiddleware
 from agents.snapshot import ConfigHolder
 
@@ -74,3 +75,25 @@ def test_django_csrf_failure_view_is_the_admin_403_page(tmp_path: Path) -> None:
     assert response is not None and response.status_code == 403
     assert "CSRF check failed" in html.unescape(response.content.decode())
     assert "<title>403" in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("kept", "field"),
+    [
+        ({"api_key": "sk-1"}, "api_key"),
+        ({"billing": {"admin_key": "sk-admin-1"}}, "billing.admin_key"),
+    ],
+)
+def test_the_open_admin_sends_no_stored_key_to_another_base_url(
+    kept: dict[str, object], field: str
+) -> None:
+    before = {"providers": {"openai": {"base_url": "https://api.openai.com/v1", **kept}}}
+    moved = {"providers": {"openai": {"base_url": "https://collector.example/v1", **kept}}}
+    renewed = {"providers": {"openai": {"base_url": "https://collector.example/v1"}}}
+
+    problem = refusal(before, moved)
+
+    assert problem is not None
+    assert problem.startswith(f"providers.openai.base_url would send the stored {field} ")
+    assert refusal(before, renewed) is None
+    assert refusal(before, before) is None

@@ -206,11 +206,17 @@ def test_keep_secret_refuses_a_mask_of_another_secret(sent: str) -> None:
 
 def test_mask_config_masks_provider_keys_and_auth_passwords() -> None:
     data = {
-        "providers": {"openai": {"api_key": "sk-openai-0123456789"}},
+        "providers": {
+            "openai": {
+                "api_key": "sk-openai-0123456789",
+                "billing": {"admin_key": "sk-admin-0123456789abcd", "project": "proj_1"},
+            }
+        },
         "auth": {"admin": {"basic": {"username": "admin", "password": "pbkdf2_sha256$1$abc$def"}}},
     }
 
     masking.mask_config(data)
 
     assert data["providers"]["openai"]["api_key"] == "sk-…6789"
+    assert data["providers"]["openai"]["billing"] == {"admin_key": "sk-…abcd", "project": "proj_1"}
     assert data["auth"]["admin"]["basic"] == {"username": "admin", "password": "********"}

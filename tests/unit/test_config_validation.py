@@ -587,6 +587,38 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         _set("limits", {"max_tools": 2.5}),
         "limits.max_tools: input should be a valid integer, got a number with a fractional part",
     ),
+    (
+        "billing on a kind without a billing API",
+        lambda d: d["providers"].update(groq={"billing": {"admin_key": "gsk-admin"}}),
+        "providers.groq.billing: provider 'groq' is of kind groq, whose bills the gateway "
+        "cannot read (the kinds it can: openai, anthropic)",
+    ),
+    (
+        "billing without an admin key",
+        _set("providers.openai.billing", {"project": "proj_abc"}),
+        "providers.openai.billing.admin_key: field required",
+    ),
+    (
+        "billing admin key blank",
+        _set("providers.anthropic.billing", {"admin_key": " "}),
+        "providers.anthropic.billing.admin_key: must not be blank",
+    ),
+    (
+        "billing project blank",
+        _set("providers.openai.billing", {"admin_key": "sk-admin-1", "project": ""}),
+        "providers.openai.billing.project: must not be blank (remove it to compare the whole "
+        "organization)",
+    ),
+    (
+        "reconciliation days below 1",
+        _set("reconciliation", {"days": 0}),
+        "reconciliation.days: input should be greater than or equal to 1",
+    ),
+    (
+        "reconciliation alert_pct negative",
+        _set("reconciliation", {"alert_pct": -1}),
+        "reconciliation.alert_pct: input should be greater than or equal to 0",
+    ),
 ]
 
 
@@ -612,6 +644,23 @@ def test_a_provider_named_freely_with_its_kind_and_policies_is_valid() -> None:
     assert config.provider_kind("openai-eu") == "openai"
     assert config.providers["openai-eu"].timeouts.first_byte == 5
     assert config.providers["openai-eu"].timeouts.total == 600
+
+
+def test_billing_and_reconciliation_load_with_their_defaults() -> None:
+    data = copy.deepcopy(valid_config())
+    data["providers"]["openai"]["billing"] = {"admin_key": "sk-admin-1", "project": "proj_abc"}
+    data["providers"]["anthropic"]["billing"] = {"admin_key": "sk-ant-admin01-1"}
+
+    config = load_config_data(data)
+
+    billing = config.providers["openai"].billing
+    assert billing is not None and (billing.admin_key, billing.project) == (
+        "sk-admin-1",
+        "proj_abc",
+    )
+    assert config.providers["anthropic"].billing is not None
+    assert config.providers["anthropic"].billing.project is None
+    assert (config.reconciliation.days, config.reconciliation.alert_pct) == (7, 5)
 
 
 def test_no_providers_is_reported_first() -> None:
@@ -776,6 +825,28 @@ def test_yaml_error_on_a_secret_line_masks_what_it_quotes(written: str) -> None:
     (problem,) = raised.value.problems
     assert problem.startswith("(file): not valid YAML: line ")
     assert secret not in problem and "sk-secret" not in problem
+
+
+def test_yaml_error_on_an_admin_key_line_masks_what_it_quotes() -> None:
+    secret = "sk-admin-0123456789abcdef"
+    with pytest.raises(ConfigError) as raised:
+        load_config_text(f"providers:\n  openai:\n    billing: {{admin_key: *{secret}}}\n")
+    (problem,) = raised.value.problems
+    assert problem.startswith("(file): not valid YAML: line ")
+    assert secret not in problem and "sk-admin" not in problem
+
+
+def test_validation_messages_mask_billing_admin_keys() -> None:
+    data = valid_config()
+    admin_key = "sk-admin-0123456789abcdef"
+    data["providers"]["groq"] = {"billing": {"admin_key": admin_key}}
+    data["agents"][0]["provider"] = admin_key
+
+    with pytest.raises(ConfigError) as raised:
+        load_config_data(data)
+
+    assert admin_key not in "\n".join(raised.value.problems)
+    assert "agents[0].provider: provider 'sk-…cdef' is not configured" in raised.value.problems
 
 
 def test_validation_messages_mask_secret_values() -> None:

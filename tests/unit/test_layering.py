@@ -3,7 +3,7 @@
 ``core`` is the floor and imports none of the project's packages; ``agents`` (the
 config) builds only on ``core``; ``inference`` and ``adminui`` build on both, and the
 admin uses of ``inference`` only the modules in ``ALLOWED`` (recorded data, prices, keys,
-erasure, memories, MCP connections, evaluations, live state); ``gateway`` is the top, wired in by the entry points,
+erasure, memories, MCP connections, evaluations, spend reconciliation, live state); ``gateway`` is the top, wired in by the entry points,
 and imported by no other package. Inside ``inference`` and ``adminui`` the same holds between their
 parts (sub-packages and top-level modules), and no module anywhere is part of an import
 circle, imports made only for type checking included.
@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from core.providerkinds import PROVIDER_KINDS
+from core.providerkinds import BILLING_KINDS, PROVIDER_KINDS
 from inference.providers.registry import PROVIDER_CLASSES
+from inference.reconciliation.fetching import APIS as BILLING_APIS
 from tests.upstreams import FAKE_CLASSES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +51,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "inference.memory.store",
         "inference.money.keys",
         "inference.money.prices",
+        "inference.reconciliation.records",
         "inference.status",
     ),
     "gateway": ("core", "agents", "inference", "adminui"),
@@ -190,9 +192,10 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "tools",
             "turn",
         ),
+        "reconciliation": ("automation", "database", "models", "providers"),
         "api": ("dialects", "neutral", "serving"),
         "migrations": (),
-        "management": ("database", "engine", "evaluations", "money"),
+        "management": ("database", "engine", "evaluations", "money", "reconciliation"),
     },
     "adminui": {
         "context": (),
@@ -201,7 +204,8 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         "access": ("context", "rendering"),
         "editing": ("access", "context", "rendering", "schemas"),
         "records": ("access", "context", "rendering", "schemas"),
-        "api": ("context", "editing", "records", "rendering", "schemas"),
+        "reconciliation": ("context", "records", "rendering", "schemas"),
+        "api": ("context", "editing", "reconciliation", "records", "rendering", "schemas"),
         "urls": ("access", "api"),
         "templatetags": (),
     },
@@ -368,8 +372,9 @@ def test_no_dialect_folder_imports_another_or_is_imported_but_by_the_registry() 
 
 
 # Outgoing URLs of other APIs, built where the gateway calls them: a provider's own routes
-# (Anthropic's /v1/messages, Gemini's /v1beta/models) and the OTLP collector's /v1/traces.
-_OUTGOING_URLS = ("inference/providers/", "inference/telemetry/")
+# (Anthropic's /v1/messages, Gemini's /v1beta/models), its billing API's
+# (/v1/organizations/cost_report) and the OTLP collector's /v1/traces.
+_OUTGOING_URLS = ("inference/providers/", "inference/reconciliation/", "inference/telemetry/")
 _API_PATH = re.compile(r"/v1(beta)?(/|$)")
 
 
@@ -419,6 +424,11 @@ def test_provider_kinds_have_one_source_of_truth() -> None:
     assert {name: wire.embeds() for name, wire in PROVIDER_CLASSES.items()} == {
         name: kind.embeds for name, kind in PROVIDER_KINDS.items()
     }
+
+
+def test_billing_kinds_have_one_source_of_truth() -> None:
+    """The kinds a config may give ``billing`` are the kinds whose billing API is read."""
+    assert set(BILLING_APIS) == set(BILLING_KINDS)
 
 
 # Where span attributes are named: their names (HTTP and GenAI conventions, ours).
