@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.staticfiles",
     "django_htmx",
+    "core",  # its system checks (core.apps)
     "agents",
     "inference",
     "adminui",
