@@ -12,75 +12,16 @@ brings: its absence fails the hash-checked install instead.
 """
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+from tests.lockfiles import Pin, read_compiled, read_input
 
 ROOT = Path(__file__).resolve().parents[2]
 INPUTS = sorted(ROOT.glob("requirements*.in"))
 HEADER = "#    scripts/lock"  # the command uv's header names (--custom-compile-command)
-
-
-@dataclass(frozen=True)
-class Pin:
-    """One package of a compiled file: ``name==version``, its hashes, and what asked for it
-    (``# via``: packages, ``-r file`` for an input's own line, ``-c file``)."""
-
-    name: str
-    version: str
-    hashes: tuple[str, ...]
-    via: frozenset[str]
-
-
-@dataclass(frozen=True)
-class Input:
-    """An input's requirements (those of its ``-r`` files included), the names of its files,
-    and the compiled files it is constrained by."""
-
-    requirements: tuple[Requirement, ...]
-    files: frozenset[str]
-    constraints: tuple[Path, ...]
-
-
-def read_input(path: Path) -> Input:
-    requirements: list[Requirement] = []
-    files = {path.name}
-    constraints: list[Path] = []
-    for line in path.read_text().splitlines():
-        line = re.sub(r"(^|\s)#.*", "", line).strip()
-        if line.startswith("-r "):
-            included = read_input(path.parent / line.removeprefix("-r ").strip())
-            requirements += included.requirements
-            files |= included.files
-            constraints += included.constraints
-        elif line.startswith("-c "):
-            constraints.append(path.parent / line.removeprefix("-c ").strip())
-        elif line:
-            requirements.append(Requirement(line))
-    return Input(tuple(requirements), frozenset(files), tuple(constraints))
-
-
-def read_compiled(path: Path) -> list[Pin]:
-    """The pins of a file written by ``uv pip compile --generate-hashes``."""
-    pins: list[Pin] = []
-    text = path.read_text().replace("\\\n", " ")
-    for requirement, comments in re.findall(r"^([^#\s].*)\n((?:[ \t]+#.*\n)*)", text, re.M):
-        spec, *options = requirement.split(" --hash=")
-        parsed = Requirement(spec)
-        (version,) = (item.version for item in parsed.specifier if item.operator == "==")
-        via = re.sub(r"^\s*#\s*(via\b)?", "", comments, flags=re.M).split("\n")
-        pins.append(
-            Pin(
-                canonicalize_name(parsed.name),
-                version,
-                tuple(option.strip() for option in options),
-                frozenset(item.strip() for item in via if item.strip()),
-            )
-        )
-    return pins
 
 
 def problems(source: Path) -> list[str]:
@@ -182,7 +123,7 @@ def test_lock_script_locks_every_input() -> None:
 
 
 # Where Python packages are installed: each install checks the hashes.
-INSTALLERS = {"scripts/setup", "Dockerfile"}
+INSTALLERS = {"scripts/setup", "scripts/sbom", "Dockerfile"}
 
 
 def test_every_install_checks_hashes() -> None:
