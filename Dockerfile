@@ -10,7 +10,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 COPY requirements.txt .
-RUN pip install --no-cache-dir -r requirements.txt
+# Hash-checked: a package file that is not the one the lock file names is refused.
+RUN pip install --no-cache-dir --require-hashes -r requirements.txt
 COPY manage.py ./
 COPY core core
 COPY agents agents

@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.staticfiles",
     "django_htmx",
+    "core.environment.apps.CoreConfig",  # core's system checks
     "agents",
     "inference",
     "adminui",
