@@ -96,7 +96,12 @@ async def _extract(exchange: TurnToLearn, config: Config, engine: Engine) -> Non
             checked_against=FACTS_OR_LIST,
         )
     if asked.text is None:
-        logger.warning("the extractor %s failed: %s", extractor.name, asked.error)
+        logger.error(
+            "memory extraction failed for %s (%s): %s",
+            exchange.agent.name,
+            exchange.completion_id,
+            asked.error,
+        )
         return
     facts = _facts(asked.text)
     if not facts:
