@@ -66,8 +66,10 @@ class Runtime:
             self._automation = Automation(lambda: self.holder.config, self.engine)
         return self._automation
 
-    async def webhook(self, name: str, body: bytes, signature: str | None) -> "HookAnswer":
-        return await self.automation.webhook(name, body, signature)
+    async def webhook(
+        self, name: str, body: bytes, signature: str | None, timestamp: str | None
+    ) -> "HookAnswer":
+        return await self.automation.webhook(name, body, signature, timestamp)
 
     async def start_smoke_test(self, name: str) -> dict[str, Any] | None:
         return await self.automation.start_smoke_test(name)

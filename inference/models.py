@@ -436,3 +436,18 @@ class SmokeRun(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["test", "id"], name="smoke_runs_by_test")]
+
+
+class UsedOnce(models.Model):
+    """Something good for one use across every process sharing the database
+    (``inference.once``): a webhook's signature within its window, an MCP sign-in's state.
+    The digest's unique row is the use: the first insert wins, a later one is a replay.
+    Rows go once ``expires_at`` has passed (the thing they stand for is refused by then)."""
+
+    kind = models.CharField(max_length=32)
+    digest = models.CharField(max_length=64)  # SHA-256 of what was used, in hex
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "digest"], name="used_once")]
+        indexes = [models.Index(fields=["expires_at"], name="used_once_expiry")]
