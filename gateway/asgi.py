@@ -26,7 +26,7 @@ from agents.schema import Config, FilesConfig, LimitsConfig
 from core.afterresponse import response_scope
 from core.bodylimit import KIB, MIB, BodyLimitGate
 from core.logformat import log_stray_output
-from gateway import runtime, twisted_forms  # noqa: F401  (daphne: bodies as they came)
+from gateway import draining, runtime
 from gateway.handler import get_asgi_application
 from gateway.hooks import HOOKS
 
@@ -113,6 +113,7 @@ def _follow_twisted_reactor() -> None:
     http.RESPONSES.setdefault(429, b"Too Many Requests")
 
     reactor.callWhenRunning(lambda: asyncio.ensure_future(process.started()))
+    draining.follow_signals(reactor, process)
     reactor.addSystemEventTrigger(
         "before",
         "shutdown",

@@ -39,6 +39,8 @@ class Runtime:
         holder.on_change = self._config_applied
         self._started: asyncio.Task[None] | None = None
         self._automation: Automation | None = None
+        # The server is stopping this process (gateway.draining): it takes no new work.
+        self.stopping = False
 
     def start(self) -> None:
         _recover_interrupted_writes(self.holder.path)
