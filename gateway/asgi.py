@@ -34,6 +34,7 @@ django_asgi = get_asgi_application()  # loads the apps: the imports below need t
 log_stray_output()
 
 from adminui.records.live import LiveTrafficConsumer  # noqa: E402
+from gateway import access_log  # noqa: E402, F401  (daphne's access log, if on: no ?key=)
 from inference.api.middleware import ProxyAuthGate  # noqa: E402
 from inference.dialects.registry import dialect_of  # noqa: E402
 
