@@ -26,15 +26,16 @@ from agents.schema import Config, FilesConfig, LimitsConfig
 from core.afterresponse import response_scope
 from core.bodylimit import KIB, MIB, BodyLimitGate
 from core.logformat import log_stray_output
-from gateway import draining, runtime
+from gateway import runtime
 from gateway.handler import get_asgi_application
 from gateway.hooks import HOOKS
+from gateway.server import draining
 
 django_asgi = get_asgi_application()  # loads the apps: the imports below need them
 log_stray_output()
 
 from adminui.records.live import LiveTrafficConsumer  # noqa: E402
-from gateway import access_log  # noqa: E402, F401  (daphne's access log, if on: no ?key=)
+from gateway.server import access_log  # noqa: E402, F401  (daphne's access log: no ?key=)
 from inference.api.middleware import ProxyAuthGate  # noqa: E402
 from inference.dialects.registry import dialect_of  # noqa: E402
 

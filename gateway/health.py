@@ -7,7 +7,7 @@ from django.http import HttpRequest, JsonResponse
 
 from gateway import runtime
 
-PROBES = ("/healthz", "/readyz")  # answered while the process stops (gateway.draining)
+PROBES = ("/healthz", "/readyz")  # answered while the process stops (gateway.server.draining)
 
 
 async def healthz(request: HttpRequest) -> JsonResponse:
@@ -21,7 +21,7 @@ async def readyz(request: HttpRequest) -> JsonResponse:
         "config": "ok" if holder.config is not None else "; ".join(holder.problems),
         "database": await sync_to_async(_database_check)(),
     }
-    if process.stopping:  # a load balancer sends it nothing more (gateway.draining)
+    if process.stopping:  # a load balancer sends it nothing more (gateway.server.draining)
         return JsonResponse({"status": "stopping"}, status=503)
     ready = all(value == "ok" for value in checks.values())
     return JsonResponse(

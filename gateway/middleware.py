@@ -129,7 +129,7 @@ def _finish(log: RequestLog, started: float, clock: UpstreamClock, span: Span) -
 
 
 def _stopping(dialect: Dialect | None) -> HttpResponse:
-    """The answer to a request the worker will not take (``gateway.draining``): 503, in
+    """The answer to a request the worker will not take (``gateway.server.draining``): 503, in
     the dialect's error shape on the API; its connection closes after it."""
     message = "This gateway process is stopping: send the request again (another one answers)"
     if dialect is not None:

@@ -39,7 +39,7 @@ class Runtime:
         holder.on_change = self._config_applied
         self._started: asyncio.Task[None] | None = None
         self._automation: Automation | None = None
-        # The server is stopping this process (gateway.draining): it takes no new work.
+        # The server is stopping this process (gateway.server.draining): it takes no new work.
         self.stopping = False
 
     def start(self) -> None:

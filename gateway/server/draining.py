@@ -31,7 +31,7 @@ from daphne import http_protocol
 from core.afterresponse import responses_in_progress
 from core.logformat import log_event
 from gateway.runtime import Runtime
-from gateway.twisted_forms import UnparsedFormsRequest
+from gateway.server.forms import UnparsedFormsRequest
 
 # Within the 15 s a worker of ``serve --workers`` gets before SIGKILL: the requests in
 # flight, then background work (5 s at most) and the last records.
