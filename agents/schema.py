@@ -303,7 +303,7 @@ class StructuredOutputConfig(Section):
     max_repairs: int = Field(default=2, ge=0)
 
 
-class LimitsConfig(Section):
+class LimitsConfig(Finite):
     """Our extension: bounds on what one request may cost the gateway."""
 
     max_model_calls_per_turn: int = Field(
@@ -314,6 +314,12 @@ class LimitsConfig(Section):
     )
     max_body_mb: float = Field(
         default=10, gt=0, description="The largest /v1 request body, in MiB (413 above)."
+    )
+    max_upstream_body_mb: float = Field(
+        default=32, gt=0, description="The largest body sent upstream, in MiB (413 above)."
+    )
+    webhook_max_body_kb: float = Field(
+        default=1024, gt=0, description="The largest webhook body, in KiB (413 above)."
     )
     max_tools: int = Field(
         default=512, ge=1, description="Tool definitions one request may carry (400 above)."
@@ -377,6 +383,12 @@ class FilesConfig(Finite):
     dir: str = Field(default="./files", description="Where the bytes are kept.")
     max_file_mb: float = Field(default=25, gt=0, description="The largest file, in MiB.")
     max_user_mb: float = Field(default=500, gt=0, description="One user's files, in MiB.")
+    max_pdf_pages: int = Field(
+        default=500, ge=1, description="Pages of a PDF whose text is read; the rest are not."
+    )
+    max_text_mb: float = Field(
+        default=2, gt=0, description="The text read of a file, in MiB of characters."
+    )
 
 
 class SkillsConfig(Section):

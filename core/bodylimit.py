@@ -13,7 +13,8 @@ from typing import Any
 
 from django.http import HttpRequest
 
-MIB = 1024 * 1024
+KIB = 1024
+MIB = 1024 * KIB
 _TOO_LARGE = "gateway.body_too_large"
 
 type Receive = Callable[[], Any]

@@ -24,15 +24,18 @@ from django.urls import path, re_path
 
 from agents.schema import Config, FilesConfig, LimitsConfig
 from core.afterresponse import response_scope
-from core.bodylimit import MIB, BodyLimitGate
+from core.bodylimit import KIB, MIB, BodyLimitGate
 from core.logformat import log_stray_output
-from gateway import runtime, twisted_forms  # noqa: F401  (daphne: bodies as they came)
+from gateway import runtime
 from gateway.handler import get_asgi_application
+from gateway.hooks import HOOKS
+from gateway.server import draining
 
 django_asgi = get_asgi_application()  # loads the apps: the imports below need them
 log_stray_output()
 
 from adminui.records.live import LiveTrafficConsumer  # noqa: E402
+from gateway.server import access_log  # noqa: E402, F401  (daphne's access log: no ?key=)
 from inference.api.middleware import ProxyAuthGate  # noqa: E402
 from inference.dialects.registry import dialect_of  # noqa: E402
 
@@ -49,15 +52,15 @@ django_application = BodyLimitGate(
 def body_limit(config: Config | None, path: str) -> int:
     """The largest body of a request to ``path``: ``limits.max_body_mb`` on the API (the
     dialects' paths), where conversations travel, and for uploads ``files.max_file_mb``
-    and a MiB for the rest of the form; 1 MiB elsewhere (the admin's writes, and nothing
-    else takes one)."""
+    and a MiB for the rest of the form; ``limits.webhook_max_body_kb`` on the triggers'
+    webhooks; 1 MiB elsewhere (the admin's writes, and nothing else takes one)."""
     dialect = dialect_of(path)
+    limits = config.limits if config is not None else LimitsConfig()
     if dialect is None:
-        return MIB
+        return int(limits.webhook_max_body_kb * KIB) if path.startswith(HOOKS) else MIB
     if dialect.uploads:
         files = config.files if config is not None else FilesConfig()
         return int(files.max_file_mb * MIB) + MIB
-    limits = config.limits if config is not None else LimitsConfig()
     return int(limits.max_body_mb * MIB)
 
 
@@ -112,6 +115,7 @@ def _follow_twisted_reactor() -> None:
     http.RESPONSES.setdefault(429, b"Too Many Requests")
 
     reactor.callWhenRunning(lambda: asyncio.ensure_future(process.started()))
+    draining.follow_signals(reactor, process)
     reactor.addSystemEventTrigger(
         "before",
         "shutdown",

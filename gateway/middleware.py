@@ -21,7 +21,13 @@ from collections.abc import AsyncIterator
 from functools import partial
 from typing import cast
 
-from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 
 from adminui.records import live
 from core.asyncmiddleware import AsyncMiddleware
@@ -29,9 +35,12 @@ from core.metrics import observe_request
 from core.requestlog import RequestLog
 from core.upstreamclock import UpstreamClock, start_clock
 from gateway import runtime
+from gateway.health import PROBES
 from inference.dialects.registry import dialect_of
 from inference.engine import Engine
 from inference.ledger.requests import record_requests
+from inference.neutral.errors import ApiError
+from inference.serving.dialect import Dialect
 from inference.telemetry.genai import server_attributes, status_attributes
 from inference.telemetry.names import request_span
 from inference.telemetry.spans import NO_SPAN, RequestTrace, Span
@@ -51,6 +60,11 @@ class RequestContextMiddleware(AsyncMiddleware):
         dialect = dialect_of(request.path)
         request.dialect = dialect  # type: ignore[attr-defined]
         log.dialect = dialect.name if dialect is not None else ""
+        if current.stopping and request.path not in PROBES:
+            refused = _stopping(dialect)
+            log.status, log.error = refused.status_code, "stopping"
+            _finish(log, started, clock, NO_SPAN)
+            return refused
         span = NO_SPAN
         if dialect is not None and request.method == "POST":
             span = request_span(
@@ -114,6 +128,15 @@ def _finish(log: RequestLog, started: float, clock: UpstreamClock, span: Span) -
         if log.status >= 500:
             span.fail(log.error or str(log.status))
         span.end()
+
+
+def _stopping(dialect: Dialect | None) -> HttpResponse:
+    """The answer to a request the worker will not take (``gateway.server.draining``): 503, in
+    the dialect's error shape on the API; its connection closes after it."""
+    message = "This gateway process is stopping: send the request again (another one answers)"
+    if dialect is not None:
+        return dialect.error_response(ApiError(503, message, code="stopping"))
+    return JsonResponse({"error": message}, status=503)
 
 
 def _traced(log: RequestLog, engine: Engine, trace: RequestTrace) -> None:

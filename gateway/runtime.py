@@ -40,6 +40,8 @@ class Runtime:
         holder.on_change = self._config_applied
         self._started: asyncio.Task[None] | None = None
         self._automation: Automation | None = None
+        # The server is stopping this process (gateway.server.draining): it takes no new work.
+        self.stopping = False
 
     def start(self) -> None:
         _recover_interrupted_writes(self.holder.path)
@@ -76,8 +78,10 @@ class Runtime:
             self._automation = Automation(lambda: self.holder.config, self.engine)
         return self._automation
 
-    async def webhook(self, name: str, body: bytes, signature: str | None) -> "HookAnswer":
-        return await self.automation.webhook(name, body, signature)
+    async def webhook(
+        self, name: str, body: bytes, signature: str | None, timestamp: str | None
+    ) -> "HookAnswer":
+        return await self.automation.webhook(name, body, signature, timestamp)
 
     async def start_smoke_test(self, name: str) -> dict[str, Any] | None:
         return await self.automation.start_smoke_test(name)

@@ -56,6 +56,9 @@ class Supervisor:
         self._stopping = True
 
     def _stop_all(self) -> None:
+        # The socket closes once no worker holds it either: new connections are refused
+        # rather than left waiting for a worker that will not take them.
+        self.listener.close()
         for child in self._children:
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)

@@ -484,3 +484,18 @@ class BillingFetch(models.Model):
     provider = models.CharField(max_length=64, unique=True)
     fetched_at = models.DateTimeField()
     error = models.TextField(blank=True, default="")
+
+
+class UsedOnce(models.Model):
+    """Something good for one use across every process sharing the database
+    (``inference.once``): a webhook's signature within its window, an MCP sign-in's state.
+    The digest's unique row is the use: the first insert wins, a later one is a replay.
+    Rows go once ``expires_at`` has passed (the thing they stand for is refused by then)."""
+
+    kind = models.CharField(max_length=32)
+    digest = models.CharField(max_length=64)  # SHA-256 of what was used, in hex
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "digest"], name="used_once")]
+        indexes = [models.Index(fields=["expires_at"], name="used_once_expiry")]

@@ -1,6 +1,7 @@
 """Start the real gateway on a free port for end-to-end tests, as an operator would:
 ``manage.py serve`` (migrations, config check, then daphne)."""
 
+import contextlib
 import os
 import signal
 import socket
@@ -92,7 +93,7 @@ class GatewayServer:
         return self
 
     def _wait_until_healthy(self) -> None:
-        deadline = time.monotonic() + 90  # a loaded machine starts slowly
+        deadline = time.monotonic() + 90  # a start on a machine busy with other suites
         while time.monotonic() < deadline:
             if self._process is not None and self._process.poll() is not None:
                 raise RuntimeError(f"gateway exited early:\n{self.log()}")
@@ -101,6 +102,7 @@ class GatewayServer:
                     return
             except httpx.HTTPError:
                 time.sleep(0.1)
+        self.stop()  # nothing is left running behind a failed start
         raise RuntimeError(f"gateway did not become healthy:\n{self.log()}")
 
     @property
@@ -152,10 +154,16 @@ class GatewayServer:
             self._process.wait()
 
     def stop(self) -> None:
+        """SIGTERM, as a service manager stops it; SIGKILL, workers included, to a server
+        still running after the 15 s a stopping worker may take, and some margin."""
         if self._process is not None and self._process.poll() is None:
+            workers = psutil.Process(self._process.pid).children()
             self._process.terminate()
             try:
-                self._process.wait(timeout=10)
+                self._process.wait(timeout=25)
             except subprocess.TimeoutExpired:
+                for worker in workers:
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        worker.kill()
                 self._process.kill()
                 self._process.wait()

@@ -51,7 +51,9 @@ class ProxyAuthGate:
     an unauthenticated client could make arbitrarily expensive. A refused request goes on
     into Django with an empty body and the refusal in its scope, so it is answered, logged
     and counted like any other (``ProxyAuthMiddleware``). The dialect of the path says
-    where its credential is.
+    where its credential is. A credential in the URL (Gemini's ``?key=``) is taken out of
+    the query here, once read, auth.proxy or not: nothing after it (Django, the log line,
+    the request's record, its spans, an error's text) sees it.
     """
 
     def __init__(self, app: Any, config: Callable[[], Config | None]) -> None:
@@ -63,11 +65,18 @@ class ProxyAuthGate:
         config = self.config()
         proxy = config.proxy_auth if config is not None else None
         dialect = dialect_of(scope["path"]) if scope["type"] == "http" else None
-        if proxy is None or dialect is None:
+        if dialect is None:
+            await self.app(scope, receive, send)
+            return
+        credential = dialect.credentials(scope)
+        query = scope.get("query_string", b"").decode("latin-1")
+        # Read: nothing after this sees the credential in the URL.
+        scope = {**scope, "query_string": dialect.without_secrets(query).encode("latin-1")}
+        if proxy is None:
             await self.app(scope, receive, send)
             return
         try:
-            caller = await authenticate_caller(dialect.credentials(scope), proxy, self.keys)
+            caller = await authenticate_caller(credential, proxy, self.keys)
         except ApiError as refusal:
             await self.app({**scope, _REFUSAL: refusal}, without_body(receive), send)
             return

@@ -13,7 +13,7 @@ from django.conf import settings
 
 from agents.schema import DeliverConfig
 from core.logformat import log_event
-from inference.automation.signing import SIGNATURE_HEADER, signature
+from inference.automation.signing import signed_headers
 
 logger = logging.getLogger("gateway.automation")
 RETRIES = 3
@@ -28,13 +28,11 @@ def backoffs() -> list[float]:
 async def deliver(target: DeliverConfig, payload: dict[str, Any]) -> bool:
     """Whether a try was answered with a 2xx status."""
     body = json.dumps(payload).encode()
-    headers = {
-        "Content-Type": "application/json",
-        SIGNATURE_HEADER: signature(target.secret, body),
-    }
     waits = backoffs()
     async with httpx.AsyncClient(timeout=TIMEOUT) as client:
         for attempt in range(RETRIES + 1):
+            # Signed anew for each try: a receiver refuses a timestamp out of its window.
+            headers = {"Content-Type": "application/json", **signed_headers(target.secret, body)}
             try:
                 response = await client.post(target.url, content=body, headers=headers)
                 outcome = str(response.status_code)

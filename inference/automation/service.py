@@ -5,17 +5,20 @@ a webhook's POST and a smoke test's run queued by the admin or the command."""
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from agents.schema import Config, SmokeTestConfig
-from inference.automation.signing import verified
+from inference.automation.signing import Refusal, verify
 from inference.automation.smoke import queue_run, run_smoke_test
 from inference.automation.tasks import TaskRunner
 from inference.automation.triggers import Scheduler, fire_webhook
 from inference.database import in_database
 from inference.engine import Engine
+from inference.once import first_use
 
 logger = logging.getLogger("gateway.automation")
 RESTART_AFTER = 1.0  # seconds before a loop that failed (the database was away) starts again
@@ -23,7 +26,10 @@ RESTART_AFTER = 1.0  # seconds before a loop that failed (the database was away)
 
 @dataclass(frozen=True)
 class HookAnswer:
-    status: int  # 202, or 401 (a signature that does not verify) or 404 (no such webhook)
+    """202, or 401 (a signature that does not verify, or a timestamp out of its window),
+    404 (no such webhook), 409 (a signature already accepted)."""
+
+    status: int
     body: dict[str, Any]
 
 
@@ -43,13 +49,29 @@ class Automation:
     def _spawn(self, work: Coroutine[Any, Any, Any], name: str) -> None:
         self.engine.background.spawn(work, name=name)
 
-    async def webhook(self, name: str, body: bytes, signature: str | None) -> HookAnswer:
+    async def webhook(
+        self, name: str, body: bytes, signature: str | None, timestamp: str | None
+    ) -> HookAnswer:
         config = self.config()
         trigger = config.trigger(name) if config is not None else None
         if config is None or trigger is None or trigger.webhook is None:
             return HookAnswer(404, {"error": f"there is no webhook named {name!r}"})
-        if not verified(trigger.webhook.secret, body, signature):
-            return HookAnswer(401, {"error": "the X-Gateway-Signature does not verify"})
+        now = time.time()
+        signed = verify(trigger.webhook.secret, body, signature, timestamp, now)
+        if isinstance(signed, Refusal):
+            return HookAnswer(401, {"error": signed.message, "code": signed.code})
+        used = f"{name} {signed.signature}"
+        until = datetime.fromtimestamp(signed.replayable_until, UTC)
+        if not await in_database(
+            first_use, "webhook", used, until, datetime.fromtimestamp(now, UTC)
+        ):
+            return HookAnswer(
+                409,
+                {
+                    "error": "this signature was accepted already: sign each call anew",
+                    "code": "replayed",
+                },
+            )
         try:
             payload: Any = json.loads(body) if body.strip() else None
         except ValueError:

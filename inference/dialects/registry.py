@@ -28,4 +28,15 @@ def dialect_of(path: str) -> Dialect | None:
     return found
 
 
+def without_secrets(uri: str) -> str:
+    """A request's path and query without the credentials its dialect reads from the
+    query (what may be logged of it)."""
+    path, mark, query = uri.partition("?")
+    dialect = dialect_of(path)
+    if dialect is None or not mark:
+        return uri
+    kept = dialect.without_secrets(query)
+    return f"{path}?{kept}" if kept else path
+
+
 urlpatterns: list[URLPattern | URLResolver] = [path("", dialect.api.urls) for dialect in DIALECTS]

@@ -1,8 +1,9 @@
 """Files named in a request, made into what models take (docs/files.md): a gateway file id
 becomes its bytes (the uploader's only: another user's id is as unknown), an image file
 an image, a text-like file a document with its text, a PDF a document with, where an
-agent's provider takes no documents, its text as pypdf reads it. Runs on a thread: it
-reads files and PDFs."""
+agent's provider takes no documents, its text as pypdf reads it (``extraction``: within
+``files.max_pdf_pages`` and ``files.max_text_mb``; an uploaded file's is read once and
+kept beside it). Runs on a thread: it reads files and PDFs."""
 
 import base64
 import binascii
@@ -10,8 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from agents.schema import FilesConfig
 from inference.files import records, storage
-from inference.files.extraction import decoded, pdf_text
+from inference.files.extraction import TextBounds, decoded, pdf_text
 from inference.files.media import kind_of, supported
 from inference.neutral.errors import invalid_request
 from inference.neutral.types import Document, Image, Message, Part
@@ -22,6 +24,8 @@ class LoadedFile:
     filename: str
     media_type: str
     data: bytes
+    folder: Path  # where it is kept (its text too)
+    file_id: str
 
 
 def file_ids_of(messages: Sequence[Message]) -> list[str]:
@@ -37,7 +41,9 @@ def load_files(user_id: str, file_ids: Sequence[str], folder: Path) -> dict[str,
     """The user's files among ``file_ids``, with their bytes (on a database thread)."""
     rows = records.files_of(user_id, file_ids)
     return {
-        file_id: LoadedFile(row.filename, row.media_type, storage.read(folder, file_id))
+        file_id: LoadedFile(
+            row.filename, row.media_type, storage.read(folder, file_id), folder, file_id
+        )
         for file_id, row in rows.items()
     }
 
@@ -47,14 +53,18 @@ def resolve_documents(
     files: dict[str, LoadedFile],
     with_text: bool,
     provider: str,
+    limits: FilesConfig,
 ) -> tuple[Message, ...]:
     """``messages`` with every document made whole; ``with_text``: a PDF's text is read
     too (a provider of the agent takes no documents). ``provider`` names the agent's in a
-    refusal."""
+    refusal; ``limits`` bound the text read of a file."""
+    bounds = TextBounds.of(limits)
     return tuple(
         replace(
             message,
-            parts=tuple(_resolved(part, files, with_text, provider) for part in message.parts),
+            parts=tuple(
+                _resolved(part, files, with_text, provider, bounds) for part in message.parts
+            ),
         )
         if any(isinstance(part, Document) for part in message.parts)
         else message
@@ -62,9 +72,16 @@ def resolve_documents(
     )
 
 
-def _resolved(part: Part, files: dict[str, LoadedFile], with_text: bool, provider: str) -> Part:
+def _resolved(
+    part: Part,
+    files: dict[str, LoadedFile],
+    with_text: bool,
+    provider: str,
+    bounds: TextBounds,
+) -> Part:
     if not isinstance(part, Document):
         return part
+    loaded = None
     if part.file_id is not None:
         loaded = files.get(part.file_id)
         if loaded is None:
@@ -87,10 +104,26 @@ def _resolved(part: Part, files: dict[str, LoadedFile], with_text: bool, provide
     encoded = part.data or base64.b64encode(data).decode()
     if kind == "image":
         return Image(f"data:{media_type};base64,{encoded}")
-    text = decoded(data) if kind == "text" else pdf_text(data) if with_text else None
+    text = None
+    if kind == "text":
+        text = decoded(data, bounds)
+    elif with_text:
+        text = _pdf_text(data, loaded, bounds)
     return replace(
         part, filename=filename, media_type=media_type, data=encoded, file_id=None, text=text
     )
+
+
+def _pdf_text(data: bytes, loaded: LoadedFile | None, bounds: TextBounds) -> str | None:
+    """A PDF's text within ``bounds``: an uploaded file's is read once and kept beside
+    it, for every later request (a file given inline is read each time)."""
+    if loaded is None:
+        return pdf_text(data, bounds)
+    kept = storage.kept_text(loaded.folder, loaded.file_id, bounds.key)
+    if kept is None:
+        kept = pdf_text(data, bounds) or ""
+        storage.keep_text(loaded.folder, loaded.file_id, bounds.key, kept)
+    return kept or None
 
 
 def _bytes(part: Document) -> bytes:

@@ -13,7 +13,7 @@ import logging
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 import httpx2
@@ -25,6 +25,7 @@ from mcp.client.auth.utils import validate_authorization_response_iss
 from agents.schema import Config, McpOAuthConfig
 from core.logformat import log_event
 from inference.database import in_database
+from inference.mcpauth.confinement import Boundary, ConfinedTransport, boundary_of, check
 from inference.mcpauth.discovery import AuthServer, discover
 from inference.mcpauth.failures import InvalidLink, SignInRefused
 from inference.mcpauth.grants import GrantRefused, exchange_code, refresh
@@ -32,6 +33,7 @@ from inference.mcpauth.links import LINK_LIFETIME, Invitation, redirect_uri
 from inference.mcpauth.registration import client_for, client_of
 from inference.mcpauth.sealing import seal, unseal
 from inference.mcpauth.tokens import Grant, forget_grant, grant_of, keep_grant, replace_tokens
+from inference.once import first_use
 
 logger = logging.getLogger("gateway.mcp")
 
@@ -43,22 +45,38 @@ class McpAuth:
     servers that sign users in; the browser routes borrow it from there."""
 
     def __init__(self) -> None:
-        self._http = httpx2.AsyncClient(timeout=httpx2.Timeout(10, read=30))
+        # Per MCP server: where its sign-ins may fetch, and the client confined to it.
+        self._confined: dict[str, tuple[Boundary, httpx2.AsyncClient]] = {}
         self._discovered: dict[str, tuple[float, AuthServer]] = {}
         self._refreshing: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        for _, http in self._confined.values():
+            await http.aclose()
+        self._confined.clear()
+
+    async def _client(self, url: str) -> tuple[Boundary, httpx2.AsyncClient]:
+        """The HTTP client of the sign-ins of the MCP server at ``url`` (``confinement``)."""
+        confined = self._confined.get(url)
+        if confined is None:
+            boundary = await boundary_of(url)
+            transport = ConfinedTransport(boundary, httpx2.AsyncHTTPTransport())
+            http = httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(10, read=30))
+            confined = self._confined[url] = (boundary, http)
+        return confined
 
     async def authorization_url(self, config: Config, server: str, invitation: Invitation) -> str:
         """Where the connect link sends the browser: the authorization endpoint, asked for
         a code with PKCE (S256), for the MCP server as the resource and the scopes."""
         url, oauth = _signing_in(config, server)
         auth_server = await self._auth_server(url)
+        boundary, http = await self._client(url)
+        endpoint = str(auth_server.metadata.authorization_endpoint)
+        await check(boundary, endpoint)  # where the browser is sent: confined alike
         redirect = redirect_uri(config.public_base_url or "", server)
-        client = await client_for(self._http, server, oauth, auth_server, redirect)
+        client = await client_for(http, server, oauth, auth_server, redirect)
         scopes = " ".join(oauth.scopes) or auth_server.scopes
         pkce = PKCEParameters.generate()
         sign_in = {
@@ -81,18 +99,25 @@ class McpAuth:
         }
         if scopes:
             query["scope"] = scopes
-        endpoint = str(auth_server.metadata.authorization_endpoint)
         return f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}"
 
     async def complete(self, config: Config, server: str, answer: Mapping[str, str]) -> str:
         """The callback: the code of the authorization server's ``answer`` exchanged for
         the user's tokens, kept; the user's id."""
         url, oauth = _signing_in(config, server)
-        sign_in = unseal("sign-in", answer.get("state", ""), max_age=LINK_LIFETIME)
+        state = answer.get("state", "")
+        sign_in = unseal("sign-in", state, max_age=LINK_LIFETIME)
         if sign_in is None or sign_in.get("server") != server:
             raise InvalidLink(
                 f"This sign-in is not valid, or took over {LINK_LIFETIME // 60} minutes. Ask "
                 "the assistant again for a new link."
+            )
+        now = timezone.now()
+        until = now + timedelta(seconds=LINK_LIFETIME)
+        if not await in_database(first_use, "mcp-sign-in", state, until, now):
+            raise InvalidLink(
+                "This sign-in was completed already: its answer is good once. Ask the "
+                "assistant again for a new link."
             )
         if "error" in answer:
             refusal = answer["error"]
@@ -113,9 +138,10 @@ class McpAuth:
         if client is None or not answer.get("code"):
             raise InvalidLink("This sign-in cannot be completed. Ask the assistant for a new link.")
         redirect = redirect_uri(config.public_base_url or "", server)
+        _, http = await self._client(url)
         try:
             token = await exchange_code(
-                self._http, auth_server, client, answer["code"], sign_in["verifier"], redirect
+                http, auth_server, client, answer["code"], sign_in["verifier"], redirect
             )
         except GrantRefused as refusal:
             raise SignInRefused(
@@ -176,8 +202,9 @@ class McpAuth:
             if client is None or grant.refresh_token is None:  # nothing to refresh with
                 await in_database(forget_grant, grant)
                 return None
+            _, http = await self._client(url)
             try:
-                token = await refresh(self._http, auth_server, client, grant.refresh_token)
+                token = await refresh(http, auth_server, client, grant.refresh_token)
             except GrantRefused as refusal:
                 log_event(
                     logger, "mcp_refresh_refused", logging.WARNING,
@@ -193,7 +220,8 @@ class McpAuth:
         kept = self._discovered.get(url)
         if kept is not None and time.monotonic() - kept[0] < DISCOVERY_TTL:
             return kept[1]
-        found = await discover(self._http, url)
+        _, http = await self._client(url)
+        found = await discover(http, url)
         self._discovered[url] = (time.monotonic(), found)
         return found
 

@@ -247,3 +247,52 @@ def required_string(item: dict[str, Any], key: str, where: str) -> str:
             f"{where}.{key} must be a non-empty string", param=f"{where}.{key}", code="invalid_item"
         )
     return value
+
+
+# Fields of a body typed only as "any JSON" (``dict[str, Any]``) are read with these: a
+# value of another JSON type is a 400 naming the field, never coerced into the right one.
+
+
+def optional_string(item: dict[str, Any], key: str, where: str) -> str | None:
+    """``item[key]``, a string, or None when it is absent or null."""
+    value = item.get(key)
+    if value is not None and not isinstance(value, str):
+        raise wrong_type(f"{where}.{key}", "a string")
+    return value
+
+
+def optional_flag(item: dict[str, Any], key: str, where: str) -> bool:
+    """``item[key]``, a boolean (absent or null: false)."""
+    value = item.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise wrong_type(f"{where}.{key}", "a boolean")
+    return bool(value)
+
+
+def optional_object(value: Any, param: str) -> dict[str, Any] | None:
+    """``value``, an object, or None when it is null."""
+    if value is not None and not isinstance(value, dict):
+        raise wrong_type(param, "an object")
+    return value
+
+
+def optional_list(value: Any, param: str) -> list[Any]:
+    """``value``, a list (null: an empty one)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise wrong_type(param, "a list")
+    return value
+
+
+def string_list(value: Any, param: str) -> tuple[str, ...]:
+    """``value``, a list of strings (null: none); a lone string is not one."""
+    items = optional_list(value, param)
+    for index, item in enumerate(items):
+        if not isinstance(item, str):
+            raise wrong_type(f"{param}[{index}]", "a string")
+    return tuple(items)
+
+
+def wrong_type(param: str, expected: str) -> ApiError:
+    return invalid_request(f"{param} must be {expected}", param=param, code="invalid_type")

@@ -14,8 +14,9 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
-from agents.schema import ProviderConfig
+from agents.schema import LimitsConfig, ProviderConfig
 from core import fastjson
+from core.bodylimit import MIB
 from core.providerkinds import PROVIDER_KINDS, WireFormat
 from core.traceparent import outgoing_headers
 from core.upstreamclock import upstream_wait
@@ -128,6 +129,8 @@ class Provider:
         self.base_url = (settings.base_url or self.spec.base_url).rstrip("/")
         self.timeouts = settings.timeouts
         self._http_timeout = httpx.Timeout(None, connect=self.timeouts.connect)
+        # The largest body a call sends (limits.max_upstream_body_mb), set by the registry.
+        self.max_body_bytes = int(LimitsConfig().max_upstream_body_mb * MIB)
 
     @property
     def takes_documents(self) -> bool:
@@ -225,10 +228,21 @@ class Provider:
     def _request(
         self, url: str, body: dict[str, Any], headers: dict[str, str] | None = None
     ) -> httpx.Request:
+        """The call's HTTP request; a body over ``max_body_bytes`` is a 413, not sent."""
+        content = fastjson.dumps(body)
+        if len(content) > self.max_body_bytes:
+            raise ProviderError(
+                413,
+                f"The request to {self.name} would be {len(content)} bytes, more than "
+                f"limits.max_upstream_body_mb ({self.max_body_bytes} bytes): send less (shorter "
+                "history or files, fewer tools)",
+                code="request_too_large",
+                error_type="invalid_request_error",
+            )
         return self.client.build_request(
             "POST",
             _parsed_url(url),
-            content=fastjson.dumps(body),
+            content=content,
             headers=self._json_headers(headers),
             timeout=self._http_timeout,
         )

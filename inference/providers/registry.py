@@ -8,6 +8,7 @@ from functools import cache
 import httpx
 
 from agents.schema import Config
+from core.bodylimit import MIB
 from core.providerkinds import PROVIDER_KINDS
 from inference.providers.anthropic_format import AnthropicProvider
 from inference.providers.base import Provider
@@ -42,6 +43,7 @@ class ProviderClients:
         settings = config.providers[name]
         cached = self._providers.get(name)
         if cached is not None and cached.settings is settings:
+            cached.max_body_bytes = int(config.limits.max_upstream_body_mb * MIB)
             return cached
         kind = config.provider_kind(name)
         provider_class = PROVIDER_CLASSES.get(kind)
@@ -55,6 +57,7 @@ class ProviderClients:
             )
             self._clients[name] = client
         provider = self._providers[name] = provider_class(name, kind, client, settings)
+        provider.max_body_bytes = int(config.limits.max_upstream_body_mb * MIB)
         return provider
 
     async def aclose(self) -> None:

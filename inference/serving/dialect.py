@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 from django.http import HttpResponse
 from ninja import NinjaAPI
@@ -41,6 +42,9 @@ class Dialect:
     # Its bodies are uploads (multipart files): limited by files.max_file_mb, not parsed
     # as JSON.
     uploads: bool = False
+    # Query parameters that carry a credential (Gemini's ?key=): taken out of the URL once
+    # the credential is read, before anything logs, records or traces it.
+    secret_params: tuple[str, ...] = ()
 
     def claim(self, path: str) -> int:
         """How long the longest of its prefixes that owns ``path`` is (-1: none does); a
@@ -58,3 +62,10 @@ class Dialect:
 
     def error_response(self, error: ApiError) -> HttpResponse:
         return error_response(error, self.error_shape)
+
+    def without_secrets(self, query: str) -> str:
+        """``query`` (a URL's, after ``?``) without the credentials it carries."""
+        if not self.secret_params or not query:
+            return query
+        pairs = parse_qsl(query, keep_blank_values=True)
+        return urlencode([(name, value) for name, value in pairs if name not in self.secret_params])

@@ -401,7 +401,7 @@ async def _with_documents(
         engine.providers.provider(name, config).takes_documents for name in providers
     )
     messages = await asyncio.to_thread(
-        resolve_documents, client.messages, files, with_text, routing.agent.provider
+        resolve_documents, client.messages, files, with_text, routing.agent.provider, config.files
     )
     return replace(client, messages=messages)
 

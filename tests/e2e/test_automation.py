@@ -23,6 +23,7 @@ import psycopg
 import pytest
 from playwright.sync_api import Page, expect
 
+from inference.ledger.writer import DEFER_SECONDS
 from tests.browser import chromium_page, shot
 from tests.e2e.test_management_commands import manage
 from tests.fakes.base import FakeUpstream, Recorded, Reply
@@ -40,8 +41,18 @@ VERDICT = {
 FAST = {"GATEWAY_DELIVERY_BACKOFF_SECONDS": "0.05", "GATEWAY_LEASE_SECONDS": "2"}
 
 
-def sign(secret: str, body: bytes) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    signed = f"{timestamp}.".encode() + body
+    return "sha256=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+
+
+def sign(secret: str, body: bytes, seconds_ago: float = 0) -> dict[str, str]:
+    """The headers of ``body`` signed ``seconds_ago`` (as docs/automation.md signs)."""
+    timestamp = str(int(time.time() - seconds_ago))
+    return {
+        "X-Gateway-Timestamp": timestamp,
+        "X-Gateway-Signature": signature(secret, timestamp, body),
+    }
 
 
 class Receiver:
@@ -159,15 +170,76 @@ def test_a_webhook_without_a_valid_signature_is_refused_and_runs_nothing(
     body = json.dumps({"order": 7}).encode()
     hook = f"{server.url}/hooks/orders"
     missing = httpx.post(hook, content=body, timeout=10)
-    wrong = httpx.post(hook, content=body, headers={"X-Gateway-Signature": sign("nope", body)})
-    tampered = httpx.post(
-        hook, content=body + b" ", headers={"X-Gateway-Signature": sign(HOOK_SECRET, body)}
+    wrong = httpx.post(hook, content=body, headers=sign("nope", body))
+    tampered = httpx.post(hook, content=body + b" ", headers=sign(HOOK_SECRET, body))
+    untimed = httpx.post(
+        hook,
+        content=body,
+        headers={"X-Gateway-Signature": sign(HOOK_SECRET, body)["X-Gateway-Signature"]},
     )
     assert [missing.status_code, wrong.status_code, tampered.status_code] == [401, 401, 401]
+    assert untimed.status_code == 401 and untimed.json()["code"] == "invalid_timestamp"
     assert httpx.post(f"{server.url}/hooks/nothing", content=body).status_code == 404
     assert httpx.post(f"{server.url}/hooks/yearly", content=body).status_code == 404
     assert triggers(server)["orders"]["runs"] == []
     assert calls_of(fake, "gpt-hook") == []
+
+
+@pytest.mark.parametrize(("seconds_ago", "accepted"), [(290, True), (310, False), (-70, False)])
+def test_a_webhook_signed_out_of_its_window_is_refused(
+    server: GatewayServer, fake: FakeUpstream, seconds_ago: float, accepted: bool
+) -> None:
+    """Up to 300 s old, at most 60 s ahead (a few seconds of margin either side)."""
+    body = json.dumps({"at": seconds_ago}).encode()
+    response = httpx.post(
+        f"{server.url}/hooks/broke", content=body, headers=sign(HOOK_SECRET, body, seconds_ago)
+    )
+    if accepted:
+        assert response.status_code == 202, response.text
+    else:
+        assert response.status_code == 401, response.text
+        assert response.json()["code"] == "stale_timestamp"
+
+
+def test_a_webhook_body_over_the_limit_is_413_before_its_signature_is_checked(
+    server: GatewayServer, fake: FakeUpstream
+) -> None:
+    """limits.webhook_max_body_kb: 1024 by default. Correctly signed or not, larger is 413."""
+    body = b'{"pad": "' + b"x" * (1024 * 1024) + b'"}'
+    hook = f"{server.url}/hooks/broke"
+    signed = httpx.post(hook, content=body, headers=sign(HOOK_SECRET, body), timeout=30)
+    unsigned = httpx.post(hook, content=body, timeout=30)
+    assert [signed.status_code, unsigned.status_code] == [413, 413], signed.text
+    assert signed.json()["code"] == "request_too_large"
+    fits = b'{"pad": "' + b"x" * (1000 * 1024) + b'"}'
+    assert httpx.post(hook, content=fits, headers=sign(HOOK_SECRET, fits)).status_code == 202
+
+
+def test_a_signed_webhook_is_accepted_once_whichever_process_it_reaches(
+    tmp_path: Path, upstreams: dict[str, FakeUpstream], receiver: Receiver
+) -> None:
+    """A replayed body, headers and all: 409 ``replayed`` on the worker that took it and
+    on the other one (the database holds what was accepted)."""
+    workers = GatewayServer(
+        tmp_path, config(upstreams["openai"], receiver), workers=2, extra_env=FAST
+    ).start()
+    try:
+        body = json.dumps({"order": "once"}).encode()
+        headers = sign(HOOK_SECRET, body)
+        statuses = []
+        for worker in [*workers.worker_pids(), workers.worker_pids()[0]]:
+            time.sleep(DEFER_SECONDS + 0.5)  # no deferred write holds SQLite's write lock
+            with workers.only(worker):
+                response = httpx.post(
+                    f"{workers.url}/hooks/broke", content=body, headers=headers, timeout=10
+                )
+            statuses.append(response.status_code)
+            if response.status_code == 409:
+                assert response.json()["code"] == "replayed"
+        assert statuses == [202, 409, 409]
+        assert len(triggers(workers)["broke"]["runs"]) == 1
+    finally:
+        workers.stop()
 
 
 def test_a_signed_webhook_runs_the_agent_and_its_reply_is_delivered_signed_after_a_retry(
@@ -175,10 +247,7 @@ def test_a_signed_webhook_runs_the_agent_and_its_reply_is_delivered_signed_after
 ) -> None:
     body = json.dumps({"order": 42, "who": "Ada"}).encode()
     response = httpx.post(
-        f"{server.url}/hooks/orders",
-        content=body,
-        headers={"X-Gateway-Signature": sign(HOOK_SECRET, body)},
-        timeout=10,
+        f"{server.url}/hooks/orders", content=body, headers=sign(HOOK_SECRET, body), timeout=10
     )
     assert response.status_code == 202, response.text
     run_id = response.json()["run"]
@@ -203,7 +272,10 @@ def test_a_signed_webhook_runs_the_agent_and_its_reply_is_delivered_signed_after
 
     wait_for(lambda: len(receiver.received) >= 2, "the delivery and its retry")
     for headers, sent in receiver.received[:2]:
-        assert headers["X-Gateway-Signature"] == sign(DELIVER_SECRET, sent)
+        # Signed like a webhook, each try anew: a receiver checks the window and replays.
+        stamp = headers["X-Gateway-Timestamp"]
+        assert abs(int(stamp) - time.time()) < 300
+        assert headers["X-Gateway-Signature"] == signature(DELIVER_SECRET, stamp, sent)
         delivered = json.loads(sent)
         assert delivered["trigger"] == "orders" and delivered["run"] == run_id
         assert delivered["reply"] == run["reply"]
@@ -218,10 +290,7 @@ def test_a_webhook_run_refused_for_budget_is_a_failed_run(
 ) -> None:
     body = b"{}"
     response = httpx.post(
-        f"{server.url}/hooks/broke",
-        content=body,
-        headers={"X-Gateway-Signature": sign(HOOK_SECRET, body)},
-        timeout=10,
+        f"{server.url}/hooks/broke", content=body, headers=sign(HOOK_SECRET, body), timeout=10
     )
     assert response.status_code == 202, response.text
     run_id = response.json()["run"]

@@ -376,6 +376,77 @@ def test_tokens_are_counted_by_the_upstream_where_it_counts(
         assert any(path.endswith(("count_tokens", ":countTokens")) for path in asked)
 
 
+# Fields of the wrong JSON type (the security probe's bodies): each a 400 naming the field.
+F = {"functionDeclarations": [{"name": "f"}]}
+WRONG_TYPES: dict[str, tuple[dict[str, Any], str]] = {
+    "mode-object": ({"toolConfig": {"functionCallingConfig": {"mode": {}}}}, "mode"),
+    "mode-list": ({"toolConfig": {"functionCallingConfig": {"mode": []}}}, "mode"),
+    "declarations-number": ({"tools": [{"functionDeclarations": 3.5}]}, "functionDeclarations"),
+    "declarations-boolean": ({"tools": [{"functionDeclarations": True}]}, "functionDeclarations"),
+    "stop-string": ({"generationConfig": {"stopSequences": "STOP"}}, "stopSequences"),
+    "allowed-string": (
+        {"tools": [F], "toolConfig": {"functionCallingConfig": {"allowedFunctionNames": "f"}}},
+        "allowedFunctionNames",
+    ),
+}
+WRONG_TYPE_PARAMS = {
+    "mode": "toolConfig.functionCallingConfig.mode",
+    "functionDeclarations": "tools[0].functionDeclarations",
+    "stopSequences": "generationConfig.stopSequences",
+    "allowedFunctionNames": "toolConfig.functionCallingConfig.allowedFunctionNames",
+}
+
+
+@pytest.mark.parametrize(
+    ("method", "wrapped"),
+    [
+        ("generateContent", False),
+        ("streamGenerateContent?alt=sse", False),
+        ("countTokens", False),
+        ("countTokens", True),
+    ],
+    ids=["generate", "stream", "count", "count-whole"],
+)
+@pytest.mark.parametrize("case", list(WRONG_TYPES))
+def test_a_field_of_the_wrong_json_type_is_a_400_naming_it(
+    server: GatewayServer, fakes: dict[str, FakeUpstream], method: str, wrapped: bool, case: str
+) -> None:
+    fields, name = WRONG_TYPES[case]
+    body: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}], **fields}
+    if wrapped:
+        body = {"generateContentRequest": body}
+
+    response = httpx.post(
+        f"{server.url}/v1beta/models/openai-agent:{method}",
+        json=body,
+        headers={"X-User-Id": "typed"},
+        timeout=30,
+    )
+
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert (error["code"], error["status"]) == (400, "INVALID_ARGUMENT")
+    param = WRONG_TYPE_PARAMS[name]
+    assert error["message"].startswith(f"generateContentRequest.{param}" if wrapped else param)
+    assert fakes["openai"].requests == []
+
+
+def test_count_tokens_refuses_a_lone_surrogate(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    response = httpx.post(
+        f"{server.url}/v1beta/models/openai-agent:countTokens",
+        content=b'{"contents": [{"parts": [{"text": "a\\ud800b"}]}]}',
+        headers={"Content-Type": "application/json"},
+        timeout=30,
+    )
+
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["status"] == "INVALID_ARGUMENT"
+    assert error["message"].startswith("contents[0].parts[0].text contains a lone UTF-16 surrogate")
+
+
 @pytest.mark.parametrize("embedder", ["openai-embedder", "gemini-embedder", "text-embedding-004"])
 def test_contents_are_embedded_one_or_in_a_batch(
     embedder: str, server: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str

@@ -194,6 +194,21 @@ def test_following_the_link_connects_the_account_and_calls_run_with_the_users_to
     assert offered(openai_fake)["whoami"]["description"].startswith("Says whose account")
 
 
+def test_a_sign_in_answer_is_good_once(world: World, openai_fake: FakeUpstream, user: str) -> None:
+    """The callback's URL (its code and state) sent again, by the browser's history or by
+    whoever saw it: 400, and no second token exchange."""
+    link = connect_link(world, call_tool(world, openai_fake, user))
+    page = follow(world, link, "olga")
+    assert page.status_code == 200, page.text
+    exchanges = len(world.auth.grants_of("olga"))
+
+    again = httpx.get(str(page.url), timeout=30)
+
+    assert again.status_code == 400, again.text
+    assert "completed already" in again.text
+    assert len(world.auth.grants_of("olga")) == exchanges == 1
+
+
 def test_each_user_calls_with_their_own_account(world: World, openai_fake: FakeUpstream) -> None:
     first, second = f"user-{uuid.uuid4().hex[:10]}", f"user-{uuid.uuid4().hex[:10]}"
     first_link = connect_link(world, call_tool(world, openai_fake, first))

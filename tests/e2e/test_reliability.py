@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from tests.fakes.base import Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
+from tests.fuzzing import mutated
 from tests.lagprobe import LAG_BOUND_SECONDS, probing
 from tests.server import GatewayServer
 
@@ -326,6 +327,41 @@ def test_generated_gemini_bodies_get_a_documented_status_and_never_a_server_erro
         @given(body=gemini_bodies, model=gemini_models, method=gemini_methods)
         def check(body: Any, model: str, method: str) -> None:
             path = f"/v1beta/models/{model}:{method}"
+            response = client.post(path, content=json.dumps(body).encode(), headers=headers)
+            assert_in_contract(response, path)
+
+        check()
+    assert "Traceback" not in gateway.log()[logged:]
+
+
+MUTATED_PATHS = {
+    "chat": "/v1/chat/completions",
+    "responses": "/v1/responses",
+    "messages": "/v1/messages",
+    "messages_count": "/v1/messages/count_tokens",
+    "embeddings": "/v1/embeddings",
+    "gemini": "/v1beta/models/openai-agent:streamGenerateContent?alt=sse",
+    "gemini_count": "/v1beta/models/openai-agent:countTokens",
+    "gemini_embed": "/v1beta/models/openai-embedder:embedContent",
+}
+
+
+@pytest.mark.parametrize("dialect", sorted(MUTATED_PATHS))
+def test_mutated_bodies_of_every_dialect_never_get_a_server_error(
+    gateway: GatewayServer, openai_fake: OpenAIUpstream, dialect: str
+) -> None:
+    """Through the real server, a few of the bodies the readers' own fuzz test reads in
+    process (``tests/unit/test_reader_fuzz.py``): every route of every dialect."""
+    logged = len(gateway.log())
+    headers = {"Content-Type": "application/json", "X-User-Id": "mutated"}
+    with httpx.Client(base_url=gateway.url, timeout=30) as client:
+
+        @settings(GENERATED, max_examples=25, database=None)
+        @given(body=mutated(dialect))
+        def check(body: Any) -> None:
+            path = MUTATED_PATHS[dialect]
+            if isinstance(body, dict) and "requests" in body:
+                path = path.replace(":embedContent", ":batchEmbedContents")
             response = client.post(path, content=json.dumps(body).encode(), headers=headers)
             assert_in_contract(response, path)
 

@@ -2,8 +2,10 @@
 through the database, and the supervisor stops them together."""
 
 import json
+import os
 import signal
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -15,7 +17,8 @@ import psutil
 import pytest
 
 from inference.ledger.writer import DEFER_SECONDS
-from tests.fakes.base import FakeUpstream
+from tests.fakes.base import FakeUpstream, Reply
+from tests.polling import wait_for
 from tests.server import GatewayServer
 from tests.upstreams import shared_config
 
@@ -187,6 +190,120 @@ def test_workers_a_dead_worker_stops_the_others(
         assert not children[1].is_running()
     finally:
         server.stop()
+
+
+LOAD_THREADS = 6
+
+
+class KeptAliveLoad:
+    """``LOAD_THREADS`` clients, each on a connection it keeps alive (a new one when it
+    is closed), each asking one question after another until stopped: every answer's
+    status (or the transport error) by the request id it was sent with."""
+
+    def __init__(self, server: GatewayServer) -> None:
+        self.server = server
+        self.answers: dict[str, int | str] = {}
+        self.stopped = threading.Event()
+        self.threads = [threading.Thread(target=self._ask) for _ in range(LOAD_THREADS)]
+
+    def _ask(self) -> None:
+        body = {"model": "openai-agent", "messages": [{"role": "user", "content": "hi"}]}
+        with httpx.Client(base_url=self.server.url, timeout=30) as client:
+            while not self.stopped.is_set():
+                request_id = uuid.uuid4().hex
+                headers = {"X-Request-ID": request_id, "X-User-Id": "load"}
+                try:
+                    answer = client.post("/v1/chat/completions", json=body, headers=headers)
+                except httpx.TransportError as error:
+                    self.answers[request_id] = type(error).__name__
+                else:
+                    self.answers[request_id] = answer.status_code
+
+    def __enter__(self) -> "KeptAliveLoad":
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopped.set()
+        for thread in self.threads:
+            thread.join()
+
+    def answered(self, status: int) -> list[str]:
+        return [key for key, value in list(self.answers.items()) if value == status]
+
+
+def ready(probes: list[httpx.Client]) -> httpx.Response:
+    """The first answer of /readyz that is not a 200, asked again and again on the
+    probes' connections, in turn."""
+    while True:
+        for probe in list(probes):
+            answer = probe.get("/readyz")
+            if answer.status_code != 200:
+                return answer
+            if answer.headers.get("connection") == "close":
+                probes.remove(probe)
+
+
+@pytest.mark.slow
+def test_workers_a_stopping_worker_takes_no_new_work_and_records_what_it_answered(
+    tmp_path: Path, upstreams: dict[str, FakeUpstream], fakes: dict[str, FakeUpstream]
+) -> None:
+    """``kill -9`` of one worker under keep-alive load: the supervisor stops the other,
+    which at once answers /readyz 503 on a connection it had, takes no new connection
+    (it answers only what it had in flight), finishes that, and records every request
+    it answered; nobody gets a 500 (a provider client closed under a request)."""
+    fakes["openai"].answer_when(lambda call: True, Reply.of_text("Slowly.", delay=0.2))
+    server = GatewayServer(tmp_path, shared_config(upstreams), workers=2).start()
+    try:
+        killed, sibling = server.worker_pids()
+        # Connections kept to the sibling all along (httpx would drop them idle after 5 s):
+        # one answered as the stop begins may close after its 200, the other goes on.
+        probes = [
+            httpx.Client(base_url=server.url, timeout=30, limits=httpx.Limits(keepalive_expiry=300))
+            for _ in range(2)
+        ]
+        with server.only(sibling):
+            assert [probe.get("/readyz").status_code for probe in probes] == [200, 200]
+        with KeptAliveLoad(server) as load:
+            wait_for(lambda: len(load.answered(200)) >= 4 * LOAD_THREADS, "answers of both")
+            os.kill(killed, signal.SIGKILL)
+            readiness = ready(probes)
+            assert server.wait(timeout=60) == 1
+        for probe in probes:
+            probe.close()
+    finally:
+        server.stop()
+
+    assert (readiness.status_code, readiness.json()) == (503, {"status": "stopping"})
+    assert readiness.headers["connection"] == "close"
+    statuses = set(load.answers.values())
+    assert not {status for status in statuses if isinstance(status, int) and status >= 500} - {
+        503
+    }, statuses
+    log = server.log().splitlines()
+    noticed = next(index for index, line in enumerate(log) if f"worker {killed} exited" in line)
+    after = [json.loads(line) for line in log[noticed:] if line.startswith("{")]
+    served_after = [
+        line
+        for line in after
+        if line.get("event") == "request" and line["pid"] == sibling and line["status"] == 200
+    ]
+    # Only what it had in flight when told to stop (one request per client at most).
+    assert len(served_after) <= 2 * LOAD_THREADS, len(served_after)
+    # Only the worker killed with -9 may lose the records of its last moment.
+    served_by = {
+        line["request_id"]: line["pid"]
+        for line in (json.loads(text) for text in log if text.startswith("{"))
+        if line.get("event") == "request"
+    }
+    answered = [key for key in load.answered(200) if served_by.get(key) != killed]
+    with database(server) as db:
+        recorded = {
+            row[0]
+            for row in db.execute("SELECT request_id FROM inference_requestrecord").fetchall()
+        }
+    assert answered and [key for key in answered if key not in recorded] == []
 
 
 def test_workers_sigterm_stops_every_worker(workers: GatewayServer) -> None:

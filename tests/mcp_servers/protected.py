@@ -290,8 +290,9 @@ def protected_mcp_app(authorization: AuthorizationServer, url: str) -> Starlette
 class Served:
     """An ASGI app served by uvicorn from a thread of the test process."""
 
-    def __init__(self, app: Any, port: int) -> None:
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    def __init__(self, app: Any, port: int, **options: Any) -> None:
+        """``options``: more of uvicorn's (``ssl_certfile``, ``ssl_keyfile``)."""
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **options)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

@@ -5,7 +5,7 @@ import pytest
 
 from agents.loader import ConfigError, load_config_text
 from inference.automation import schedule
-from inference.automation.signing import signature, verified
+from inference.automation.signing import Refusal, Signed, signature, signed_headers, verify
 
 BASE = """\
 providers: {openai: {api_key: x}}
@@ -148,11 +148,56 @@ def test_a_minute_is_due_by_its_cron_time() -> None:
     )
 
 
-def test_a_signature_verifies_only_for_its_body_and_secret() -> None:
-    header = signature("k", b'{"a": 1}')
+NOW = 1_750_000_000.0
+
+
+def code_of(outcome: Signed | Refusal) -> str:
+    return outcome.code if isinstance(outcome, Refusal) else "signed"
+
+
+def test_a_signature_verifies_only_for_its_body_timestamp_and_secret() -> None:
+    stamp = str(int(NOW))
+    header = signature("k", stamp, b'{"a": 1}')
     assert header.startswith("sha256=") and len(header) == 7 + 64
-    assert verified("k", b'{"a": 1}', header)
-    assert not verified("k", b'{"a": 2}', header)
-    assert not verified("other", b'{"a": 1}', header)
-    assert not verified("k", b'{"a": 1}', None)
-    assert not verified("", b"", signature("", b""))
+    assert verify("k", b'{"a": 1}', header, stamp, NOW) == Signed(header, int(NOW))
+    assert code_of(verify("k", b'{"a": 2}', header, stamp, NOW)) == "invalid_signature"
+    assert code_of(verify("other", b'{"a": 1}', header, stamp, NOW)) == "invalid_signature"
+    assert code_of(verify("k", b'{"a": 1}', None, stamp, NOW)) == "invalid_signature"
+    assert code_of(verify("", b"", signature("", stamp, b""), stamp, NOW)) == "invalid_signature"
+    later = str(int(NOW) + 1)  # the timestamp is signed: another one does not verify
+    assert code_of(verify("k", b'{"a": 1}', header, later, NOW)) == "invalid_signature"
+
+
+@pytest.mark.parametrize(
+    ("age", "outcome"),
+    [
+        (0, "signed"),
+        (300, "signed"),
+        (301, "stale_timestamp"),
+        (-60, "signed"),
+        (-61, "stale_timestamp"),
+    ],
+)
+def test_a_timestamp_is_accepted_from_300_s_before_to_60_s_after_now(
+    age: int, outcome: str
+) -> None:
+    headers = signed_headers("k", b"{}", now=NOW - age)
+    signed = verify("k", b"{}", headers["X-Gateway-Signature"], headers["X-Gateway-Timestamp"], NOW)
+    assert code_of(signed) == outcome
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        None,
+        "",
+        "soon",
+        "1.5e9",
+        "-5",
+        "\u0661\u0667\u0665\u0660\u0660\u0660\u0660\u0660\u0660\u0660",
+        "9" * 5000,
+    ],
+)
+def test_a_timestamp_that_is_not_unix_seconds_is_refused(stamp: str | None) -> None:
+    header = signature("k", stamp or "", b"{}")
+    assert code_of(verify("k", b"{}", header, stamp, NOW)) == "invalid_timestamp"

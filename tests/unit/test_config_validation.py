@@ -619,6 +619,36 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         _set("reconciliation", {"alert_pct": -1}),
         "reconciliation.alert_pct: input should be greater than or equal to 0",
     ),
+    (
+        "max_upstream_body_mb not above 0",
+        _set("limits", {"max_upstream_body_mb": 0}),
+        "limits.max_upstream_body_mb: input should be greater than 0",
+    ),
+    (
+        "webhook_max_body_kb infinite",
+        _set("limits", {"webhook_max_body_kb": float("inf")}),
+        "limits.webhook_max_body_kb: input should be a finite number",
+    ),
+    (
+        "max_body_mb infinite",
+        _set("limits", {"max_body_mb": float("inf")}),
+        "limits.max_body_mb: input should be a finite number",
+    ),
+    (
+        "max_pdf_pages below 1",
+        _set("files", {"max_pdf_pages": 0}),
+        "files.max_pdf_pages: input should be greater than or equal to 1",
+    ),
+    (
+        "max_pdf_pages not an integer",
+        _set("files", {"max_pdf_pages": 2.5}),
+        "files.max_pdf_pages: input should be a valid integer, got a number with a fractional part",
+    ),
+    (
+        "max_text_mb not above 0",
+        _set("files", {"max_text_mb": -1}),
+        "files.max_text_mb: input should be greater than 0",
+    ),
 ]
 
 

@@ -20,9 +20,9 @@ class Content(Lenient):
     parts: list[dict[str, Any]] = []
 
 
-class GenerateContentIn(Lenient):
-    contents: list[Content] = Field(min_length=1)
-    _contents_counted = field_validator("contents", mode="before")(counted_before_read)
+class Generation(Lenient):
+    """What a generation is asked with beside its ``contents``."""
+
     system_instruction: Content | None = named("systemInstruction")
     tools: list[dict[str, Any]] | None = None
     tool_config: dict[str, Any] | None = named("toolConfig")
@@ -30,8 +30,14 @@ class GenerateContentIn(Lenient):
     safety_settings: list[dict[str, Any]] | None = named("safetySettings")
 
 
-class CountTokensIn(Lenient):
-    """``contents``, or a whole ``generateContentRequest`` (with its tools and system)."""
+class GenerateContentIn(Generation):
+    contents: list[Content] = Field(min_length=1)
+    _contents_counted = field_validator("contents", mode="before")(counted_before_read)
+
+
+class CountTokensIn(Generation):
+    """``contents`` (with the fields of a generation beside them, as Vertex AI takes
+    them), or a whole ``generateContentRequest``."""
 
     contents: list[Content] | None = None
     _contents_counted = field_validator("contents", mode="before")(counted_before_read)

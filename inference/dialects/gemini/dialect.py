@@ -29,4 +29,5 @@ DIALECT = Dialect(
     google_error,
     _credentials,
     re.compile(rf"/v1/models/[^/]+:({'|'.join(METHODS)})"),
+    secret_params=("key",),
 )

@@ -5,20 +5,23 @@
 ``functionResponse``s. Function declarations may give ``parameters`` in Gemini's schema
 dialect or ``parametersJsonSchema``; built-in tools (Google Search, code execution, URL
 context…) are left out and named. ``thinkingConfig`` and ``safetySettings`` ride along for
-Gemini upstreams only. Anything else the gateway cannot serve is a 400 naming the field.
+Gemini upstreams only. Anything else the gateway cannot serve, and any field of another
+JSON type than Gemini's (no coercion: ``stopSequences: "STOP"`` is not a list), is a 400
+naming the field.
 """
 
 import json
+import math
 import mimetypes
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.schema import LimitsConfig
-from inference.dialects.gemini.body import Content, GenerateContentIn
+from inference.dialects.gemini.body import Content, CountTokensIn, GenerateContentIn, Generation
 from inference.dialects.gemini.schema import json_schema, lower_case_types
 from inference.neutral import readers
-from inference.neutral.errors import invalid_request
+from inference.neutral.errors import ApiError, invalid_request
 from inference.neutral.request import Claims, ClientRequest, ToolOffer
 from inference.neutral.types import (
     Message,
@@ -52,8 +55,37 @@ def from_generate_content(
     stream: bool,
     max_tools: int = LimitsConfig().max_tools,
 ) -> ClientRequest:
+    return _generation(body, body.contents, model, claims, stream, max_tools)
+
+
+def from_count_tokens(
+    body: CountTokensIn, model: str, max_tools: int = LimitsConfig().max_tools
+) -> ClientRequest:
+    """What ``countTokens`` counts, read as ``generateContent`` reads it (what one refuses,
+    the other does): its ``generateContentRequest``, else its own ``contents``."""
+    whole = body.generate_content_request
+    if whole is not None:
+        try:
+            return from_generate_content(whole, model, Claims(), False, max_tools)
+        except ApiError as error:
+            raise _within("generateContentRequest", error) from None
+    if not body.contents:
+        raise invalid_request(
+            "contents (or generateContentRequest) is required", param="contents", code="missing"
+        )
+    return _generation(body, body.contents, model, Claims(), False, max_tools)
+
+
+def _generation(
+    body: Generation,
+    contents: list[Content],
+    model: str,
+    claims: Claims,
+    stream: bool,
+    max_tools: int,
+) -> ClientRequest:
     reject_lone_surrogates(body.model_dump(by_alias=True, exclude_none=True))
-    conversation = read_conversation(body.contents, body.system_instruction)
+    conversation = read_conversation(contents, body.system_instruction)
     read, dropped = read_tools(body.tools or [], max_tools)
     tools = read.checked()
     config = camel_case(body.generation_config or {})
@@ -107,26 +139,26 @@ class _Calls:
     answered: set[str] = field(default_factory=set)
 
     def add(self, part: dict[str, Any], where: str) -> ToolCall:
-        function = part["functionCall"]
-        name = function.get("name") if isinstance(function, dict) else None
-        if not isinstance(name, str) or not name:
-            raise invalid_request(
-                f"{where}.functionCall.name must be a non-empty string",
-                param=f"{where}.functionCall.name",
-                code="invalid_content",
-            )
-        given = function.get("id")
+        function = readers.optional_object(part["functionCall"], f"{where}.functionCall") or {}
+        name = readers.required_string(function, "name", f"{where}.functionCall")
+        given = readers.optional_string(function, "id", f"{where}.functionCall")
         call = ToolCall(
-            id=given if isinstance(given, str) and given else f"call_{uuid.uuid4().hex[:24]}",
+            id=given or f"call_{uuid.uuid4().hex[:24]}",
             name=name,
-            arguments=json.dumps(function.get("args") or {}),
-            signature=part.get("thoughtSignature"),
+            arguments=json.dumps(
+                readers.optional_object(function.get("args"), f"{where}.functionCall.args") or {}
+            ),
+            signature=readers.optional_string(part, "thoughtSignature", where),
         )
         self.made.append(call)
         return call
 
     def answer(self, response: dict[str, Any], where: str) -> ToolCall:
-        given, name = response.get("id"), response.get("name")
+        place = f"{where}.functionResponse"
+        given, name = (
+            readers.optional_string(response, "id", place),
+            readers.optional_string(response, "name", place),
+        )
         for call in self.made:
             if call.id in self.answered:
                 continue
@@ -148,10 +180,10 @@ def _model_turn(parts: list[dict[str, Any]], where: str, calls: _Calls) -> Messa
         place = f"{where}[{position}]"
         if "functionCall" in part:
             made.append(calls.add(part, place))
-        elif part.get("thought"):
+        elif readers.optional_flag(part, "thought", place):
             continue  # the model's thoughts: Gemini keeps what it needs in signatures
-        elif isinstance(part.get("text"), str):
-            texts.append(part["text"])
+        elif (text := readers.optional_string(part, "text", place)) is not None:
+            texts.append(text)
         else:
             raise readers.unsupported_part(_kind(part), place, "text and functionCall")
     return Message(role="assistant", content="".join(texts), tool_calls=tuple(made))
@@ -164,24 +196,23 @@ def _user_turn(parts: list[dict[str, Any]], where: str, calls: _Calls) -> list[M
     for position, part in enumerate(parts):
         place = f"{where}[{position}]"
         if "functionResponse" in part:
-            response = part["functionResponse"]
-            if not isinstance(response, dict):
-                raise invalid_request(
-                    f"{place}.functionResponse must be an object",
-                    param=f"{place}.functionResponse",
-                    code="invalid_content",
-                )
+            response = (
+                readers.optional_object(part["functionResponse"], f"{place}.functionResponse") or {}
+            )
             call = calls.answer(response, place)
+            answer = readers.optional_object(
+                response.get("response"), f"{place}.functionResponse.response"
+            )
             messages.append(
                 Message(
                     role="tool",
-                    content=_response_text(response.get("response")),
+                    content=_response_text(answer),
                     tool_call_id=call.id,
                     name=call.name,
                 )
             )
-        elif isinstance(part.get("text"), str):
-            own.append(part["text"])
+        elif (text := readers.optional_string(part, "text", place)) is not None:
+            own.append(text)
         elif "inlineData" in part or "fileData" in part:
             own.append(_media(part, place))
         else:
@@ -205,18 +236,22 @@ def _response_text(response: Any) -> str:
 
 def _media(part: dict[str, Any], where: str) -> Part:
     """An image (``inlineData`` or ``fileData``), or a file given inline (a PDF, text)."""
-    inline = part.get("inlineData")
-    if isinstance(inline, dict) and isinstance(inline.get("data"), str):
-        mime = str(inline.get("mimeType") or "")
-        uri = f"data:{mime};base64,{inline['data']}"
+    if "inlineData" in part:
+        place = f"{where}.inlineData"
+        inline = readers.optional_object(part["inlineData"], place) or {}
+        mime = readers.optional_string(inline, "mimeType", place) or ""
+        uri = f"data:{mime};base64,{readers.required_string(inline, 'data', place)}"
         if mime.startswith("image/"):
-            return readers.image(uri, f"{where}.inlineData")
+            return readers.image(uri, place)
         name = f"inline{mimetypes.guess_extension(mime) or ''}"
-        return readers.document(None, uri, name, f"{where}.inlineData")
-    linked = part.get("fileData")
-    if isinstance(linked, dict) and str(linked.get("mimeType") or "").startswith("image/"):
-        return readers.image(str(linked.get("fileUri") or ""), f"{where}.fileData.fileUri")
-    raise readers.unsupported_part(_kind(part), where, "images as inlineData or fileData")
+        return readers.document(None, uri, name, place)
+    place = f"{where}.fileData"
+    linked = readers.optional_object(part["fileData"], place) or {}
+    if not (readers.optional_string(linked, "mimeType", place) or "").startswith("image/"):
+        raise readers.unsupported_part("fileData", where, "images as inlineData or fileData")
+    return readers.image(
+        readers.optional_string(linked, "fileUri", place) or "", f"{place}.fileUri"
+    )
 
 
 def _kind(part: dict[str, Any]) -> str:
@@ -224,29 +259,30 @@ def _kind(part: dict[str, Any]) -> str:
 
 
 def _text(parts: list[dict[str, Any]], where: str) -> str:
+    texts = []
     for position, part in enumerate(parts):
-        if not isinstance(part.get("text"), str):
+        text = readers.optional_string(part, "text", f"{where}[{position}]")
+        if text is None:
             raise readers.unsupported_part(_kind(part), f"{where}[{position}]", "text")
-    return "\n\n".join(part["text"] for part in parts)
+        texts.append(text)
+    return "\n\n".join(texts)
 
 
 def read_tools(tools: list[dict[str, Any]], limit: int) -> tuple[readers.ToolList, tuple[str, ...]]:
     """The function declarations (``parameters`` in Gemini's schema dialect, or
     ``parametersJsonSchema``), and the built-in tools left out (named)."""
     declared = [
-        (index, tool.get("functionDeclarations") or [])
+        (
+            index,
+            readers.optional_list(
+                tool.get("functionDeclarations"), f"tools[{index}].functionDeclarations"
+            ),
+        )
         for index, tool in enumerate(tools)
-        if isinstance(tool, dict)
     ]
     readers.bounded_tools(sum(len(found) for _, found in declared), limit)
     read = readers.ToolList(limit)
-    dropped = [
-        kind
-        for tool in tools
-        if isinstance(tool, dict)
-        for kind in tool
-        if kind != "functionDeclarations"
-    ]
+    dropped = [kind for tool in tools for kind in tool if kind != "functionDeclarations"]
     for index, declarations in declared:
         for position, declaration in enumerate(declarations):
             where = f"tools[{index}].functionDeclarations[{position}]"
@@ -270,17 +306,19 @@ def _parameters(declaration: dict[str, Any], where: str) -> tuple[Any, str]:
 def _tool_choice(config: dict[str, Any] | None, tools: tuple[ToolSpec, ...]) -> ToolChoice | None:
     """``functionCallingConfig``: ``AUTO``, ``ANY`` (one of ``allowedFunctionNames``, one
     named: that one) or ``NONE``."""
-    calling = camel_case(config or {}).get("functionCallingConfig")
-    if not isinstance(calling, dict):
+    param = "toolConfig.functionCallingConfig"
+    calling = readers.optional_object(camel_case(config or {}).get("functionCallingConfig"), param)
+    if calling is None:
         return None
     calling = camel_case(calling)
+    allowed = readers.string_list(
+        calling.get("allowedFunctionNames"), f"{param}.allowedFunctionNames"
+    )
     if "mode" not in calling:
         return None
     mode = calling["mode"]
-    param = "toolConfig.functionCallingConfig"
-    if mode not in _CALLING_MODES:
+    if not isinstance(mode, str) or mode not in _CALLING_MODES:
         raise readers.invalid_tool_choice(f"{param}.mode", "AUTO, ANY, NONE or VALIDATED")
-    allowed = calling.get("allowedFunctionNames") or []
     named = allowed[0] if mode == "ANY" and len(allowed) == 1 else None
     return readers.chosen_tool(_CALLING_MODES[mode], named, tools, f"{param}.allowedFunctionNames")  # type: ignore[arg-type]
 
@@ -294,18 +332,19 @@ def _sampling(config: dict[str, Any], safety: list[dict[str, Any]] | None) -> Sa
             code="unsupported_parameter",
         )
     extras: dict[str, Any] = {}
-    thinking = config.get("thinkingConfig")
-    if isinstance(thinking, dict):
+    thinking = readers.optional_object(
+        config.get("thinkingConfig"), "generationConfig.thinkingConfig"
+    )
+    if thinking is not None:
         thinking = extras["thinkingConfig"] = camel_case(thinking)
     if safety:
         extras["safetySettings"] = safety
-    stop = config.get("stopSequences") or ()
     return Sampling(
         temperature=_number(config, "temperature"),
         top_p=_number(config, "topP"),
         top_k=_integer(config, "topK"),
         max_tokens=_integer(config, "maxOutputTokens"),
-        stop=tuple(str(item) for item in stop) if isinstance(stop, list) else (),
+        stop=readers.string_list(config.get("stopSequences"), "generationConfig.stopSequences"),
         seed=_integer(config, "seed"),
         presence_penalty=_number(config, "presencePenalty"),
         frequency_penalty=_number(config, "frequencyPenalty"),
@@ -318,8 +357,8 @@ def _number(config: dict[str, Any], name: str) -> float | None:
     value = config.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _not_a(name, "a number")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _not_a(name, "a finite number")
     return float(value)
 
 
@@ -333,18 +372,16 @@ def _integer(config: dict[str, Any], name: str) -> int | None:
 
 
 def _not_a(name: str, what: str) -> Exception:
-    return invalid_request(
-        f"generationConfig.{name} must be {what}",
-        param=f"generationConfig.{name}",
-        code="invalid_type",
-    )
+    return readers.wrong_type(f"generationConfig.{name}", what)
 
 
-def _effort(thinking: Any) -> str | None:
+def _effort(thinking: dict[str, Any] | None) -> str | None:
     """A thinking budget as the effort providers other than Gemini take."""
-    if not isinstance(thinking, dict) or not isinstance(thinking.get("thinkingBudget"), int):
+    budget = (thinking or {}).get("thinkingBudget")
+    if budget is None:
         return None
-    budget = thinking["thinkingBudget"]
+    if isinstance(budget, bool) or not isinstance(budget, int):
+        raise _not_a("thinkingConfig.thinkingBudget", "an integer")
     if budget == 0:
         return "none"
     if budget < 0:  # dynamic: the model decides
@@ -380,6 +417,14 @@ def content_text(content: Content, where: str) -> str:
     if not text:
         raise invalid_request(f"{where} has no text", param=f"{where}.parts", code="invalid_input")
     return text
+
+
+def _within(field: str, error: ApiError) -> ApiError:
+    """``error`` of a request read on its own, as the field ``field`` of another."""
+    if error.param is not None:
+        error.message = error.message.replace(error.param, f"{field}.{error.param}", 1)
+        error.param = f"{field}.{error.param}"
+    return error
 
 
 def camel_case(config: dict[str, Any]) -> dict[str, Any]:

@@ -15,15 +15,10 @@ from inference.dialects.gemini.body import (
     EmbedContentIn,
     GenerateContentIn,
 )
-from inference.dialects.gemini.reader import (
-    content_text,
-    from_generate_content,
-    read_conversation,
-    read_tools,
-)
+from inference.dialects.gemini.reader import content_text, from_count_tokens, from_generate_content
 from inference.dialects.gemini.reply import GeminiReply
 from inference.neutral.errors import ApiError, invalid_request
-from inference.neutral.request import Claims, ToolOffer
+from inference.neutral.request import Claims
 from inference.serving.context import InferenceRequest, limits_of
 from inference.serving.routes import dialect_api
 from inference.serving.serve import json_response, serve
@@ -96,19 +91,11 @@ async def count_tokens(
     """What the agent's upstream would be sent (``inference.turn.counting``): no user, no
     history, nothing billed."""
     config, agent = _answering_agent(request, model)
-    whole = payload.generate_content_request
-    contents = whole.contents if whole is not None else payload.contents
-    if not contents:
-        raise invalid_request(
-            "contents (or generateContentRequest) is required", param="contents", code="missing"
-        )
-    conversation = read_conversation(contents, whole.system_instruction if whole else None)
-    read, _ = read_tools((whole.tools if whole else None) or [], config.limits.max_tools)
-    offer = ToolOffer(read.checked(), schema_params=tuple(read.schema_params))
-    await checked_tools(offer)
+    client = from_count_tokens(payload, _name(model), config.limits.max_tools)
+    await checked_tools(client.tools)
     engine = request.runtime.engine
     counted = await prompt_tokens(
-        agent, conversation.system, conversation.messages, offer.specs, config, engine
+        agent, client.system, client.messages, client.tools.specs, config, engine
     )
     return json_response({"totalTokens": counted})
 

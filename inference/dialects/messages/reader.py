@@ -61,7 +61,9 @@ def from_messages(
         tools=ToolOffer(
             tools,
             _tool_choice(body.tool_choice, tools),
-            False if choice.get("disable_parallel_tool_use") else None,
+            False
+            if readers.optional_flag(choice, "disable_parallel_tool_use", "tool_choice")
+            else None,
             dropped,
             tuple(read.schema_params),
         ),
@@ -74,6 +76,25 @@ def from_messages(
         stream=body.stream,
         include_usage=True,
         system_cache_control=system_cache,
+    )
+
+
+def from_count_tokens(
+    body: CountTokensIn, max_tools: int = LimitsConfig().max_tools
+) -> ClientRequest:
+    """What ``count_tokens`` counts (the system, the conversation and the tools), read as
+    ``/v1/messages`` reads them."""
+    reject_lone_surrogates(body.model_dump(exclude_none=True))
+    system, _, messages = read_conversation(body)
+    read, _ = read_tools(body.tools or [], max_tools)
+    tools = read.checked()
+    return ClientRequest(
+        model=body.model,
+        system=tuple(system),
+        messages=tuple(messages),
+        tools=ToolOffer(
+            tools, _tool_choice(body.tool_choice, tools), schema_params=tuple(read.schema_params)
+        ),
     )
 
 
@@ -159,9 +180,9 @@ def _user_turn(blocks: list[dict[str, Any]], where: str, calls: dict[str, str]) 
         if kind == "tool_result":
             messages.append(_tool_result(block, place, calls))
         elif kind == "text" and block.get("cache_control"):
-            parts.append(Block(block, str(block.get("text") or "")))
+            parts.append(Block(block, readers.optional_string(block, "text", place) or ""))
         elif kind == "text":
-            parts.append(str(block.get("text") or ""))
+            parts.append(readers.optional_string(block, "text", place) or "")
         elif kind == "image":
             parts.append(_image(block, place))
             breakpoint_ = block.get("cache_control") or breakpoint_
@@ -184,19 +205,22 @@ def _tool_result(block: dict[str, Any], where: str, calls: dict[str, str]) -> Me
             code="unknown_tool_call",
         )
     content = block.get("content")
-    if isinstance(content, list):
+    if content is None or isinstance(content, list):
         content = "".join(
-            str(part.get("text") or "") if part.get("type") == "text" else "[image]"
-            for part in content
-            if isinstance(part, dict)
+            readers.optional_string(part, "text", f"{where}.content[{position}]") or ""
+            if part.get("type") == "text"
+            else "[image]"
+            for position, part in enumerate(_blocks(content or [], f"{where}.content"))
         )
+    elif not isinstance(content, str):
+        raise readers.wrong_type(f"{where}.content", "a string or a list of content blocks")
     return Message(
         role="tool",
-        content=content if isinstance(content, str) else "",
+        content=content,
         tool_call_id=call_id,
         name=calls[call_id],
         cache_control=block.get("cache_control"),
-        failed=bool(block.get("is_error")),
+        failed=readers.optional_flag(block, "is_error", where),
     )
 
 
@@ -207,7 +231,7 @@ def _assistant_turn(blocks: list[dict[str, Any]], where: str, calls: dict[str, s
     for position, block in enumerate(blocks):
         kind = block.get("type")
         if kind == "text":
-            texts.append(str(block.get("text") or ""))
+            texts.append(readers.optional_string(block, "text", f"{where}[{position}]") or "")
         elif kind == "tool_use":
             place = f"{where}[{position}]"
             call = ToolCall(
@@ -246,23 +270,26 @@ def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
 
 
 def _text(blocks: list[dict[str, Any]], where: str) -> str:
+    texts = []
     for position, block in enumerate(blocks):
         if block.get("type") != "text":
             raise readers.unsupported_part(block.get("type"), f"{where}[{position}]", "text")
-    return "\n\n".join(str(block.get("text") or "") for block in blocks)
+        texts.append(readers.optional_string(block, "text", f"{where}[{position}]") or "")
+    return "\n\n".join(texts)
 
 
-def _source(block: dict[str, Any]) -> dict[str, Any]:
-    source = block.get("source")
-    return source if isinstance(source, dict) else {}
+def _source(block: dict[str, Any], where: str) -> dict[str, Any]:
+    return readers.optional_object(block.get("source"), f"{where}.source") or {}
 
 
 def _image(block: dict[str, Any], where: str) -> Part:
-    source = _source(block)
+    source = _source(block, where)
     if source.get("type") == "file":
         return readers.document(source.get("file_id"), None, None, where)
     if source.get("type") == "base64":
-        return readers.image(f"data:{source.get('media_type')};base64,{source.get('data')}", where)
+        media_type = readers.required_string(source, "media_type", f"{where}.source")
+        data = readers.required_string(source, "data", f"{where}.source")
+        return readers.image(f"data:{media_type};base64,{data}", where)
     if source.get("type") == "url" and isinstance(source.get("url"), str):
         return readers.image(source["url"], where)
     raise invalid_request(
@@ -276,13 +303,14 @@ def _document(block: dict[str, Any], where: str) -> Part:
     """A ``file`` source (a gateway file id) or a base64 PDF is a document every provider
     gets (its text where it takes no documents); a ``text`` or ``url`` document goes to
     Anthropic as sent, and others get a text one's text (``[document]`` for a URL)."""
-    source = _source(block)
-    title = block.get("title")
+    source = _source(block, where)
+    title = readers.optional_string(block, "title", where)
     if source.get("type") == "file":
         return readers.document(source.get("file_id"), None, title, where, block=block)
     if source.get("type") == "base64":
-        media_type = source.get("media_type") or "application/pdf"
-        uri = f"data:{media_type};base64,{source.get('data') or ''}"
+        place = f"{where}.source"
+        media_type = readers.optional_string(source, "media_type", place) or "application/pdf"
+        uri = f"data:{media_type};base64,{readers.optional_string(source, 'data', place) or ''}"
         return readers.document(None, uri, title or "document.pdf", where, block=block)
     data = source.get("data")
     return Block(
@@ -295,14 +323,14 @@ def _tool_choice(choice: dict[str, Any] | None, tools: tuple[ToolSpec, ...]) -> 
     if choice is None:
         return None
     kind = choice.get("type")
-    if kind not in _CHOICES:
+    if not isinstance(kind, str) or kind not in _CHOICES:
         raise readers.invalid_tool_choice("tool_choice.type", "auto, any, tool or none")
     name = choice.get("name") if kind == "tool" else None
     if kind == "tool" and not isinstance(name, str):
         raise readers.invalid_tool_choice(
             "tool_choice.name", "the name of one of the request's tools"
         )
-    return readers.chosen_tool(_CHOICES[str(kind)], name, tools, "tool_choice")  # type: ignore[arg-type]
+    return readers.chosen_tool(_CHOICES[kind], name, tools, "tool_choice")  # type: ignore[arg-type]
 
 
 def _sampling(body: MessagesIn, beta: str | None) -> Sampling:

@@ -5,11 +5,9 @@ from django.http import HttpResponse, HttpResponseBase
 
 from agents.schema import AgentConfig, Config
 from inference.dialects.messages.body import CountTokensIn, MessagesIn
-from inference.dialects.messages.reader import from_messages, read_conversation, read_tools
+from inference.dialects.messages.reader import from_count_tokens, from_messages
 from inference.dialects.messages.reply import MessagesReply
 from inference.neutral.errors import ApiError
-from inference.neutral.request import ToolOffer
-from inference.neutral.wellformed import reject_lone_surrogates
 from inference.serving.context import InferenceRequest, limits_of
 from inference.serving.routes import dialect_api
 from inference.serving.serve import json_response, serve
@@ -43,13 +41,12 @@ async def create_message(request: InferenceRequest, payload: MessagesIn) -> Http
 async def count_tokens(request: InferenceRequest, payload: CountTokensIn) -> HttpResponse:
     """What the agent's upstream would be sent (``inference.turn.counting``)."""
     config, agent = _answering_agent(request, payload.model)
-    reject_lone_surrogates(payload.model_dump(exclude_none=True))
-    system, _, messages = read_conversation(payload)
-    read, _ = read_tools(payload.tools or [], config.limits.max_tools)
-    offer = ToolOffer(read.checked(), schema_params=tuple(read.schema_params))
-    await checked_tools(offer)
+    client = from_count_tokens(payload, config.limits.max_tools)
+    await checked_tools(client.tools)
     engine = request.runtime.engine
-    counted = await prompt_tokens(agent, system, messages, offer.specs, config, engine)
+    counted = await prompt_tokens(
+        agent, client.system, client.messages, client.tools.specs, config, engine
+    )
     return json_response({"input_tokens": counted})
 
 

@@ -115,8 +115,8 @@ def stored_items(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     message; a message's string content is one text part."""
     items = [{"role": "user", "content": content}] if isinstance(content, str) else content
     stored = []
-    for given in items:
-        kind = given.get("type", "message")
+    for index, given in enumerate(items):
+        kind = readers.optional_string(given, "type", f"input[{index}]") or "message"
         item: dict[str, Any] = {"type": kind, **given}
         text = item.get("content")
         if kind == "message" and isinstance(text, str):
@@ -251,7 +251,7 @@ def _user_parts(content: Any, where: str) -> list[Part]:
         place = f"{where}.content[{position}]"
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "input_text":
-            parts.append(str(part.get("text") or ""))
+            parts.append(readers.optional_string(part, "text", place) or "")
         elif kind == "input_image" and isinstance(part.get("image_url"), str):
             parts.append(readers.image(part["image_url"], f"{place}.image_url"))
         elif kind == "input_image" and isinstance(part.get("file_id"), str):
@@ -277,12 +277,15 @@ def _text(content: Any, where: str, role: str) -> str:
         )
     texts = []
     for position, part in enumerate(content):
+        place = f"{where}[{position}]"
         kind = part.get("type") if isinstance(part, dict) else None
         if kind not in ("input_text", "output_text", "text", "refusal"):
             raise readers.unsupported_part(
-                kind, f"{where}[{position}]", f"text in {role} items; images only in user messages"
+                kind, place, f"text in {role} items; images only in user messages"
             )
-        texts.append(str(part.get("text") or part.get("refusal") or ""))
+        texts.append(
+            readers.optional_string(part, "refusal" if kind == "refusal" else "text", place) or ""
+        )
     return "".join(texts)
 
 
@@ -316,7 +319,8 @@ def _tools(
             read.add(tool, where)
         elif kind == "namespace":
             namespace = readers.required_string(tool, "name", where)
-            for position, member in enumerate(tool.get("tools") or []):
+            members = readers.optional_list(tool.get("tools"), f"{where}.tools")
+            for position, member in enumerate(members):
                 place = f"{where}.tools[{position}]"
                 if not isinstance(member, dict) or member.get("type") != "function":
                     raise invalid_request(
@@ -325,7 +329,7 @@ def _tools(
                         code="unsupported_tool_type",
                     )
                 namespaces[read.add(member, place).name] = namespace
-        elif kind in BUILT_IN_TOOLS:
+        elif isinstance(kind, str) and kind in BUILT_IN_TOOLS:
             dropped.append(str(kind))
         else:
             raise invalid_request(

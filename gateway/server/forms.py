@@ -7,7 +7,7 @@ memory twice over), and a malformed form was answered by Twisted itself, a 400 w
 empty body instead of the API's error object. Twisted takes
 ``parsePOSTFormSubmission=False`` for exactly this; daphne gives no way to pass it, so
 its request class is replaced by one that does, before daphne builds any protocol
-(``gateway.asgi`` imports this module in the daphne process)."""
+(``gateway.server.draining`` imports this module in the daphne process)."""
 
 from typing import Any
 
