@@ -12,10 +12,9 @@ from pydantic import BaseModel, Field
 
 from adminui.context import AdminRequest
 from adminui.reconciliation.chart import provider_charts
-from adminui.rendering.errors import AdminError
+from adminui.rendering.errors import loaded_config
 from adminui.rendering.negotiation import is_html, respond, written
 from adminui.schemas import DriftRowOut, errors
-from agents.schema import Config
 from inference.reconciliation.records import Reconciliation, reconciliation
 
 router = Router(tags=["records"])
@@ -41,7 +40,7 @@ class ReconciliationOut(BaseModel):
 def read_reconciliation(
     request: AdminRequest, days: Annotated[int | None, Field(ge=1, le=90)] = None
 ) -> Any:
-    config = _config(request)
+    config = loaded_config(request)
     found = reconciliation(config, days)
     data = _data(found)
     if not is_html(request):
@@ -65,19 +64,10 @@ def read_reconciliation(
     summary="Fetch the bills now: 200 with the rows, or 202 while a fetch is under way elsewhere",
 )
 async def run_reconciliation(request: AdminRequest) -> Any:
-    fetched, found = await request.runtime.reconcile(_config(request))
+    fetched, found = await request.runtime.reconcile(loaded_config(request))
     if is_html(request):
         return written(request, reverse("admin:reconciliation"))
     return Status(200 if fetched else 202, _data(found))
-
-
-def _config(request: AdminRequest) -> Config:
-    config = request.runtime.holder.config
-    if config is None:
-        raise AdminError(
-            503, "No valid config is loaded: fix the config file first", "config_unavailable"
-        )
-    return config
 
 
 def _data(found: Reconciliation) -> dict[str, Any]:

@@ -16,11 +16,10 @@ from pydantic import BaseModel, SkipValidation
 from adminui.context import AdminRequest
 from adminui.records.charts import BarChart, score_bars
 from adminui.rendering.bodies import form_data
-from adminui.rendering.errors import AdminError
+from adminui.rendering.errors import AdminError, loaded_config
 from adminui.rendering.negotiation import is_form, is_html, respond, written
 from adminui.rendering.paging import page
 from adminui.schemas import errors
-from agents.schema import Config
 from inference.evaluations import records
 from inference.evaluations.spec import EvaluationIn, InvalidEvaluation, plan_of
 from inference.evaluations.summary import SummaryEntry
@@ -138,7 +137,7 @@ def list_evaluations(request: AdminRequest, cursor: str | None = None) -> Any:
     "judged; it runs in the background",
 )
 async def start_evaluation(request: AdminRequest, payload: SkipValidation[EvaluationIn]) -> Any:
-    config = _config(request)
+    config = loaded_config(request)
     body = _form_fields(request) if is_form(request) else cast(dict[str, Any], payload)
     try:
         plan = plan_of(body, config)
@@ -217,15 +216,6 @@ async def cancel_evaluation(request: AdminRequest, evaluation_id: int) -> Any:
 )
 async def cancel_evaluation_by_form(request: AdminRequest, evaluation_id: int) -> Any:
     return await cancel_evaluation(request, evaluation_id)
-
-
-def _config(request: AdminRequest) -> Config:
-    config = request.runtime.holder.config
-    if config is None:
-        raise AdminError(
-            503, "No valid config is loaded: fix the config file first", "config_unavailable"
-        )
-    return config
 
 
 def _found(row: records.EvaluationRow | None, evaluation_id: int) -> records.EvaluationRow:

@@ -16,6 +16,7 @@ from django.http import (
 from adminui.context import AdminRequest
 from adminui.rendering.negotiation import is_html, json_response, render
 from agents.loader import ConfigError
+from agents.schema import Config
 from agents.store import (
     Busy,
     EntryNotFound,
@@ -111,6 +112,16 @@ def _with_headers(response: HttpResponse, error: AdminError) -> HttpResponse:
 
 def is_admin_path(path: str) -> bool:
     return path == "/admin" or path.startswith("/admin/")
+
+
+def loaded_config(request: AdminRequest) -> Config:
+    """The config the process serves; a 503 while none is valid."""
+    config = request.runtime.holder.config
+    if config is None:
+        raise AdminError(
+            503, "No valid config is loaded: fix the config file first", "config_unavailable"
+        )
+    return config
 
 
 class AdminErrorMiddleware(AsyncMiddleware):

@@ -12,6 +12,7 @@ import openai
 import pytest
 from fpdf import FPDF
 
+from tests.e2e.test_files import client_for
 from tests.fakes.base import FakeUpstream, Reply
 from tests.server import GatewayServer
 from tests.upstreams import shared_config
@@ -42,15 +43,6 @@ def server(
     gateway = GatewayServer(tmp_path_factory.mktemp("files-bounds"), config).start()
     yield gateway
     gateway.stop()
-
-
-def client_for(server: GatewayServer, user: str) -> openai.OpenAI:
-    return openai.OpenAI(
-        base_url=f"{server.url}/v1",
-        api_key="any",
-        max_retries=0,
-        default_headers={"X-User-Id": user},
-    )
 
 
 def ask_with_file(server: GatewayServer, user: str, file_id: str) -> None:
