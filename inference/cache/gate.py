@@ -9,7 +9,9 @@ on what an embedding blurs. Compared after lower-casing and dropping punctuation
 - names and identifiers, as a multiset: a word capitalised anywhere but at the start of
   a sentence (in either message), or holding a digit, ``_``, ``@``, ``.`` or ``/``;
 - the content words both share (not articles, auxiliaries, pronouns, prepositions,
-  conjunctions, question or politeness words), in the same relative order.
+  conjunctions, question or politeness words), in the same relative order, or (three
+  or more of them) with a block moved from the front to the back: a question may begin
+  with its circumstances ("On Friday, …"), but a swap of roles is no such move.
 
 Anything else (case, punctuation, a politeness word, another ordinary word) is left to
 the similarity: antonyms such as increase and decrease pass (the judge-based
@@ -104,7 +106,7 @@ def disagreement(cached: str, asked: str) -> Rule | None:
     names = {token.text for token in (*first.tokens, *second.tokens) if _is_name(token)}
     if _names(first, names) != _names(second, names):
         return "names"
-    if _shared_order(first, second) != _shared_order(second, first):
+    if not _same_cycle(_shared_order(first, second), _shared_order(second, first)):
         return "order"
     return None
 
@@ -171,6 +173,18 @@ def _names(reading: _Reading, names: set[str]) -> Counter[str]:
     """Every occurrence of the names either message has (a name may begin a sentence in
     one and stand in the middle of the other)."""
     return Counter(token.text for token in reading.tokens if token.text in names)
+
+
+def _same_cycle(first: list[str], second: list[str]) -> bool:
+    """Whether the shared words come in the same order, or in the same order with a block
+    moved from the front to the back ("On Friday, book a table" and "Book a table on
+    Friday"), which keeps every word's neighbours in the cycle. A swap of roles does
+    not ("alice pays bob", "bob pays alice"); with two words any move is a swap."""
+    if first == second:
+        return True
+    if len(first) < 3:
+        return False
+    return any(first[shift:] + first[:shift] == second for shift in range(1, len(first)))
 
 
 def _shared_order(reading: _Reading, other: _Reading) -> list[str]:

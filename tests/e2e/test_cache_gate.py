@@ -124,6 +124,10 @@ PARAPHRASES = {
         "Is $1,000.00 enough to open the account",
         "Is $1000 enough to open the account",
     ),
+    "a block moved to the front": (
+        "Book a table for 4 at Luigi's on Friday at 8pm",
+        "On Friday at 8pm, book a table for 4 at Luigi's",
+    ),
     "article dropped": (
         "What is the boiling point of water at sea level",
         "What is boiling point of water at sea level",
