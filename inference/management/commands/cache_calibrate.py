@@ -41,7 +41,7 @@ class Command(BaseCommand):
             rows = asyncio.run(self._calibrate(agent, judge, limit, config))
         except CalibrationError as error:
             raise CommandError(str(error), returncode=1) from error
-        self.stdout.write(calibration_table(rows))
+        self.stdout.write(calibration_table(rows, agent.cache.similarity))
 
     async def _calibrate(
         self, agent: AgentConfig, judge: JudgeConfig, limit: int, config: Config
@@ -54,7 +54,8 @@ class Command(BaseCommand):
             await engine.stop()
 
 
-def calibration_table(rows: list[Row]) -> str:
+def calibration_table(rows: list[Row], similarity: float) -> str:
+    """The rows, then the suggested ``similarity`` (no pair judged: the one set)."""
     pairs = rows[0].pairs if rows else 0
     lines = [f"{pairs} pairs judged", "similarity  would-be hits  false hits"]
     lines += [
@@ -62,7 +63,10 @@ def calibration_table(rows: list[Row]) -> str:
         f"{100 * row.false_hit_rate:5.1f}%  ({row.hits} hits, {row.false_hits} false)"
         for row in rows
     ]
-    lines.append(f"suggested similarity: {suggested(rows):.2f}")
+    if pairs:
+        lines.append(f"suggested similarity: {suggested(rows):.2f}")
+    else:
+        lines.append(f"suggested similarity: {similarity:.2f} (no pair near it to judge)")
     return "\n".join(lines)
 
 
