@@ -17,6 +17,7 @@ import httpx
 import openai
 import pytest
 
+from tests.browser import chromium_page, shot
 from tests.e2e.test_management_commands import manage
 from tests.fakes.base import FakeUpstream, Recorded, Reply, fake_vector
 from tests.polling import wait_for
@@ -197,8 +198,12 @@ def test_a_semantic_hits_request_detail_names_the_question_it_matched(
     # "cached?" is another text: a semantic hit too, of the same cached question
     assert again["cache"]["matched_question"] == cached
     assert asked not in server.log()  # the questions stay out of the log lines
-    page = httpx.get(f"{server.url}/admin/requests/{hit_id}", headers={"Accept": "text/html"})
-    assert re.search(r'class="matched-question">Tell me the capital city of France<', page.text)
+    with chromium_page() as page:
+        page.goto(f"{server.url}/admin/requests/{hit_id}")
+        row = page.locator("tr", has_text="Cache")
+        assert row.locator(".matched-question").inner_text() == cached
+        assert row.inner_text().startswith("Cache\thit")
+        shot(page, "request-cache-hit")
 
 
 # ---- cache_calibrate --------------------------------------------------------------------
