@@ -41,7 +41,7 @@ class RequestLog:
     attempts: list[dict[str, object]] = field(default_factory=list)
 
     def emit(self) -> None:
-        """Write the request's log line (formatted at once: no copy of the fields needed)."""
+        """Write the request's log line (formatted at once), without the matched question."""
         fields = vars(self).copy()
         del fields["matched_question"]
         log_event(logger, "request", **fields)

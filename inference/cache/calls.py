@@ -209,8 +209,8 @@ class CachedCalls:
         entry = found.entry
         self._write(Kept(self.caller.user_id, self.caller.started_at, hit=found.key))
         age, paid = entry.age(timezone.now()), entry.reply.usage
-        matched = entry.question if found.similar else None
-        outcome = CacheOutcome("hit", age, found.key, paid, matched or None)
+        matched = (entry.question or None) if found.similar else None
+        outcome = CacheOutcome("hit", age, found.key, paid, matched)
         return CallResult(entry.replayed(), entry.answered_by, (), outcome)
 
     async def _kept(
