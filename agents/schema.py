@@ -159,6 +159,11 @@ class AgentCacheConfig(Finite):
     min_score: float | None = Field(
         default=None, ge=0, le=10, description="A judge score below it forgets the answer."
     )
+    gate: Literal["strict", "off"] = Field(
+        default="strict",
+        description="Semantic: strict serves a similar question's answer only when both agree "
+        "on negation, numbers, quoted strings, names and the order of shared words.",
+    )
 
 
 class AgentConfig(Served):

@@ -63,6 +63,11 @@ CACHE_SAVED = Counter(
     "USD the response cache saved: what its answers cost when first paid, by agent",
     ["agent"],
 )
+CACHE_GATED = Counter(
+    "gateway_cache_gated",
+    "Semantic cache candidates above the similarity that the gate stopped (each a miss), by agent",
+    ["agent"],
+)
 BUDGET_REFUSALS = Counter("gateway_budget_refusals", "Requests refused by a token budget")
 QUOTA_REFUSALS = Counter(
     "gateway_quota_refusals",
@@ -145,6 +150,10 @@ def observe_request(log: RequestLog) -> None:
 def observe_judge_scores(judge: str, agent: str, scores: dict[str, float]) -> None:
     for criterion, score in scores.items():
         JUDGE_SCORES.labels(judge, agent, criterion).observe(score)
+
+
+def observe_cache_gated(agent: str) -> None:
+    CACHE_GATED.labels(agent).inc()
 
 
 def observe_attempt(provider: str, model: str, outcome: str) -> None:

@@ -29,6 +29,10 @@ class RequestLog:
     cost_usd: float | None = 0.0  # None: a call of the turn has no known price
     cache: str = ""  # a cached agent's: hit, miss or bypass (X-Gateway-Cache)
     saved_usd: float = 0.0  # what the response cache saved the turn
+    cache_age: int | None = None  # seconds: how old the hit's answer was
+    # The cached question a semantic hit answered with: a user's words, kept for the
+    # admin's record of the request and never written to the log line.
+    matched_question: str = ""
     status: int = 0
     error: str = ""
     latency_ms: float = 0.0
@@ -37,5 +41,7 @@ class RequestLog:
     attempts: list[dict[str, object]] = field(default_factory=list)
 
     def emit(self) -> None:
-        """Write the request's log line (formatted at once: no copy of the fields needed)."""
-        log_event(logger, "request", **vars(self))
+        """Write the request's log line (formatted at once), without the matched question."""
+        fields = vars(self).copy()
+        del fields["matched_question"]
+        log_event(logger, "request", **fields)

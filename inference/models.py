@@ -179,6 +179,8 @@ class RequestRecord(models.Model):
     cost_micro_usd = models.BigIntegerField(null=True, blank=True)
     upstream = models.CharField(max_length=255, blank=True, default="")  # <provider>/<model>
     attempts = models.PositiveIntegerField(default=0)
+    # A cached agent's: {result, age_s, matched_question} (docs/caching.md); else null.
+    cache = models.JSONField(null=True, blank=True)
     spans = models.JSONField(default=list)
 
     class Meta:

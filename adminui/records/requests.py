@@ -53,7 +53,14 @@ class SpanOut(BaseModel):
     children: list["SpanOut"]
 
 
+class CacheOut(BaseModel):
+    result: str  # hit, miss or bypass
+    age_s: int | None  # a hit's: seconds since its answer was paid for
+    matched_question: str | None  # a semantic hit's: the cached question it matched
+
+
 class RequestDetail(RequestOut):
+    cache: CacheOut | None  # a cached agent's request: what the response cache did
     spans: list[SpanOut]
 
 
@@ -93,7 +100,7 @@ def read_request(request: AdminRequest, request_id: str) -> Any:
     if row is None:
         raise AdminError(404, f"No request {request_id} is kept", "not_found")
     spans = requests.span_tree(row.spans)
-    detail = {**_described(row), "spans": spans}
+    detail = {**_described(row), "cache": row.cache, "spans": spans}
     total = spans[0]["duration_ms"] if spans else row.latency_ms
     bars = _waterfall(spans, max(total, _end_ms(spans), 0.001))
     return respond(request, detail, "adminui/request.html", bars=bars)

@@ -24,7 +24,9 @@ from django.utils import timezone
 
 from agents.schema import AgentCacheConfig, AgentConfig, Config
 from core.logformat import log_failure
+from core.metrics import observe_cache_gated
 from inference.cache.entries import Entry, storable
+from inference.cache.gate import disagreement
 from inference.cache.keys import CallKeys, call_keys
 from inference.cache.recent import RECENT
 from inference.cache.store import Found, NewEntry, find, nearest, write
@@ -168,7 +170,8 @@ class CachedCalls:
         self, request: ChatRequest
     ) -> tuple[CallKeys, tuple[float, ...] | None, Found | None]:
         """The call's keys, its question's embedding (semantic mode, once asked for), and
-        the entry that answers it, if the request may read one."""
+        the entry that answers it, if the request may read one (semantic mode: the most
+        similar question's, when the gate lets it through)."""
         settings = self.settings
         semantic = settings.mode == "semantic"
         agent = self.agent.name
@@ -184,14 +187,30 @@ class CachedCalls:
             vector = await self._embedding(keys.question)
             if vector is not None:
                 found = await in_database(nearest, keys.context, vector, settings.similarity, now)
-        if found is not None:
-            RECENT.put(found, agent, self.caller.user_id, settings.ttl - found.entry.age(now))
+                found = self._gated(found, keys.question)
+        if found is not None:  # held under its own key: an exact hit from there on
+            exact = replace(found, similar=False)
+            RECENT.put(exact, agent, self.caller.user_id, settings.ttl - found.entry.age(now))
         return keys, vector, found
+
+    def _gated(self, found: Found | None, question: str) -> Found | None:
+        """The similar question's entry, unless the gate stops it (it then counts as a
+        miss: no other candidate is tried). An entry kept without its question cannot be
+        compared: the strict gate stops it."""
+        if found is None or self.settings.gate == "off":
+            return found
+        cached = found.entry.question
+        if cached and disagreement(cached, question) is None:
+            return found
+        observe_cache_gated(self.agent.name)
+        return None
 
     def _hit(self, found: Found) -> CallResult:
         entry = found.entry
         self._write(Kept(self.caller.user_id, self.caller.started_at, hit=found.key))
-        outcome = CacheOutcome("hit", entry.age(timezone.now()), found.key, entry.reply.usage)
+        age, paid = entry.age(timezone.now()), entry.reply.usage
+        matched = (entry.question or None) if found.similar else None
+        outcome = CacheOutcome("hit", age, found.key, paid, matched)
         return CallResult(entry.replayed(), entry.answered_by, (), outcome)
 
     async def _kept(
@@ -207,7 +226,7 @@ class CachedCalls:
         settings = self.settings
         if settings.mode == "semantic" and vector is None and keys.question:
             vector = await self._embedding(keys.question)
-        entry = Entry(result.reply, result.answered_by, timezone.now())
+        entry = Entry(result.reply, result.answered_by, timezone.now(), keys.question)
         agent, user_id = self.agent.name, self.caller.user_id
         kept = NewEntry(keys, agent, user_id, entry, settings.ttl, vector)
         self._write(Kept(user_id, self.caller.started_at, entry=kept))

@@ -14,11 +14,14 @@ from inference.structured.repair import strip_fence, validation_errors
 
 @dataclass(frozen=True)
 class Entry:
-    """A reply as it was first answered (its usage priced), who answered it, and when."""
+    """A reply as it was first answered (its usage priced), who answered it, when, and
+    the last user message it answered (what the semantic gate compares; empty for
+    entries kept before it was stored)."""
 
     reply: ChatResponse
     answered_by: Answerer | None
     created_at: datetime
+    question: str = ""
 
     def age(self, now: datetime) -> int:
         return max(0, int((now - self.created_at).total_seconds()))
@@ -65,6 +68,7 @@ def dumps(entry: Entry) -> str:
             if entry.answered_by is not None
             else None,
             "created_at": entry.created_at.timestamp(),
+            "question": entry.question,
         }
     ).decode()
 
@@ -83,7 +87,8 @@ def loads(text: str) -> Entry:
         by_stop_sequence=data["by_stop_sequence"],
     )
     created_at = datetime.fromtimestamp(data["created_at"], UTC)
-    return Entry(reply, Answerer(*answered_by) if answered_by else None, created_at)
+    answerer = Answerer(*answered_by) if answered_by else None
+    return Entry(reply, answerer, created_at, data.get("question", ""))
 
 
 def _new_id(old: str) -> str:

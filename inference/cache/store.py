@@ -46,9 +46,13 @@ class NewEntry:
 
 @dataclass(frozen=True)
 class Found:
+    """An entry that answers a call: by its key, or ``similar`` (its question nearest the
+    call's, ``similarity`` the cosine)."""
+
     key: str
     entry: Entry
     similarity: float = 1.0
+    similar: bool = False
 
 
 def find(key: str, now: datetime) -> Found | None:
@@ -85,7 +89,7 @@ def nearest(context: str, vector: Sequence[float], least: float, now: datetime) 
     if similarity[best] < least:
         return None
     key, _, reply = usable[best]
-    return Found(key, loads(reply), float(similarity[best]))
+    return Found(key, loads(reply), float(similarity[best]), similar=True)
 
 
 def write(stored: Sequence[NewEntry], used: Sequence[str], now: datetime) -> None:

@@ -46,8 +46,18 @@ def request_row(
         cost_micro_usd=None if cost is None else round(cost * 1_000_000),
         upstream=log.upstream,
         attempts=len(log.attempts),
+        cache=_cache(log),
         spans=spans,
     )
+
+
+def _cache(log: RequestLog) -> dict[str, Any] | None:
+    """What the response cache did, for a cached agent's request: the result, and of a
+    hit its age and, semantic, the cached question it matched."""
+    if not log.cache:
+        return None
+    matched = log.matched_question or None
+    return {"result": log.cache, "age_s": log.cache_age, "matched_question": matched}
 
 
 def record_requests(finished: Sequence[tuple[RequestLog, RequestTrace]]) -> None:

@@ -68,12 +68,13 @@ class CacheOutcome:
     """What the response cache did with a call: ``hit`` (answered from an entry ``age``
     seconds old, which first cost ``first_paid``), ``miss`` (sent on; ``key`` is the
     entry its reply became, when it was kept) or ``bypass`` (the request kept the cache
-    out)."""
+    out); ``matched``: the cached question a semantic hit answered with."""
 
     result: CacheResult
     age: int | None = None
     key: str | None = None
     first_paid: Usage = field(default_factory=Usage)
+    matched: str | None = None
 
 
 @dataclass(frozen=True)

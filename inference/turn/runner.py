@@ -197,6 +197,9 @@ class TurnRunner:
         if turn.agent.cache is not None:
             log.cache = _cache_result(turn, recorder)
             log.saved_usd = recorder.saved_micro_usd / 1e6
+            if recorder.cache is not None and recorder.cache.result == "hit":
+                log.cache_age = recorder.cache.age
+                log.matched_question = recorder.cache.matched or ""
         log.prompt_tokens, log.completion_tokens = usage.prompt_tokens, usage.completion_tokens
         client_calls = loop.answer.tool_calls if loop.answer is not None else ()
         exchange = loop.exchange if reply is None and client_calls else None

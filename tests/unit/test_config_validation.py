@@ -562,6 +562,11 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         "agents[3].cache.scope: input should be 'user', 'key' or 'global'",
     ),
     (
+        "unknown cache gate",
+        _solo_cached({"mode": "semantic", "embedder": "embed", "gate": "loose"}, history=False),
+        "agents[3].cache.gate: input should be 'strict' or 'off'",
+    ),
+    (
         "max_entries below 1",
         _set("cache", {"max_entries": 0}),
         "cache.max_entries: input should be greater than or equal to 1",

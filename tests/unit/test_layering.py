@@ -151,6 +151,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "serving": ("database", "engine", "money", "neutral", "telemetry", "turn"),
         "evaluations": (
+            "cache",
             "calls",
             "database",
             "engine",

@@ -33,7 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--name", help="what to call it (default: evaluate <source>)")
 
     def handle(self, *args: object, **options: Any) -> None:
-        config = _config(settings.GATEWAY_CONFIG)
+        config = read_config(settings.GATEWAY_CONFIG)
         source = str(options["source"])
         kind = "experiment" if config.experiment(source) is not None else "agent"
         body: dict[str, Any] = {
@@ -95,7 +95,7 @@ def summary_table(summary: list[SummaryEntry]) -> str:
     )
 
 
-def _config(path: Path) -> Config:
+def read_config(path: Path) -> Config:
     try:
         return load_config_text(path.read_text(encoding="utf-8"), path.parent)
     except OSError as error:
