@@ -391,6 +391,23 @@ class FilesConfig(Finite):
     )
 
 
+class BatchesConfig(Finite):
+    """Our extension: how batches run (``/v1/batches``, docs/batches.md)."""
+
+    concurrency: int = Field(
+        default=4, ge=1, description="Lines of batches sent at once by one process."
+    )
+    yield_above: int = Field(
+        default=8,
+        ge=1,
+        description="Batch lines wait while this many live requests are in flight on the process.",
+    )
+    max_requests: int = Field(default=50_000, ge=1, description="The most lines a batch may have.")
+    poll_seconds: float = Field(
+        default=60, gt=0, description="How often a provider's own batch is polled."
+    )
+
+
 class SkillsConfig(Section):
     """Our extension: the folder of skills agents may load (docs/skills.md)."""
 
@@ -521,6 +538,7 @@ class Config(Section):
     evaluations: EvaluationsConfig = EvaluationsConfig()
     reconciliation: ReconciliationConfig = ReconciliationConfig()
     files: FilesConfig = FilesConfig()
+    batches: BatchesConfig = BatchesConfig()
     skills: SkillsConfig | None = None
     mcp_server: McpServerSettings = McpServerSettings()
     triggers: list[TriggerConfig] = []

@@ -12,6 +12,7 @@ from typing import Any
 
 from agents.schema import Config
 from inference.background import BackgroundTasks
+from inference.batches.traffic import LiveTraffic
 from inference.ledger.writer import RecordWriter
 from inference.money.prices import look_up_prices
 from inference.providers.registry import ProviderClients
@@ -29,6 +30,8 @@ class Engine:
         self.background = BackgroundTasks()
         self.writer = RecordWriter()
         self.tasks = TaskSignal()  # wakes the process's task runner (inference.automation)
+        self.batches = TaskSignal()  # wakes the process's batch runner (inference.batches)
+        self.live = LiveTraffic()  # live requests in flight: batch lines give way to them
         # The one source of the process's random choices (experiment arms, shadow rates,
         # judge sampling), so a test can seed every draw at once.
         self.rng = random.Random()

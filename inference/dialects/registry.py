@@ -5,6 +5,7 @@ chat's ``/v1/models/{id}``, then the busiest first."""
 
 from django.urls import URLPattern, URLResolver, path
 
+from inference.dialects.batches.dialect import DIALECT as BATCHES
 from inference.dialects.chat.dialect import DIALECT as CHAT
 from inference.dialects.embeddings.dialect import DIALECT as EMBEDDINGS
 from inference.dialects.files.dialect import DIALECT as FILES
@@ -14,7 +15,16 @@ from inference.dialects.messages.dialect import DIALECT as MESSAGES
 from inference.dialects.responses.dialect import DIALECT as RESPONSES
 from inference.serving.dialect import Dialect
 
-DIALECTS: tuple[Dialect, ...] = (GEMINI, CHAT, MESSAGES, RESPONSES, EMBEDDINGS, FILES, MCP)
+DIALECTS: tuple[Dialect, ...] = (
+    GEMINI,
+    CHAT,
+    MESSAGES,
+    RESPONSES,
+    EMBEDDINGS,
+    FILES,
+    BATCHES,
+    MCP,
+)
 
 
 def dialect_of(path: str) -> Dialect | None:

@@ -45,6 +45,9 @@ class Dialect:
     # Query parameters that carry a credential (Gemini's ?key=): taken out of the URL once
     # the credential is read, before anything logs, records or traces it.
     secret_params: tuple[str, ...] = ()
+    # Its requests are live traffic, which batch lines give way to (not uploads, not
+    # polls of batches).
+    live: bool = True
 
     def claim(self, path: str) -> int:
         """How long the longest of its prefixes that owns ``path`` is (-1: none does); a
