@@ -11,6 +11,7 @@ from inference.dialects.embeddings.dialect import DIALECT as EMBEDDINGS
 from inference.dialects.files.dialect import DIALECT as FILES
 from inference.dialects.gemini.dialect import DIALECT as GEMINI
 from inference.dialects.mcp.dialect import DIALECT as MCP
+from inference.dialects.message_batches.dialect import DIALECT as MESSAGE_BATCHES
 from inference.dialects.messages.dialect import DIALECT as MESSAGES
 from inference.dialects.responses.dialect import DIALECT as RESPONSES
 from inference.serving.dialect import Dialect
@@ -23,6 +24,7 @@ DIALECTS: tuple[Dialect, ...] = (
     EMBEDDINGS,
     FILES,
     BATCHES,
+    MESSAGE_BATCHES,
     MCP,
 )
 

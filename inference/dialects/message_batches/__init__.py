@@ -1,0 +1,1 @@
+"""Anthropic's Message Batches: ``/v1/messages/batches`` (docs/batches.md)."""
