@@ -36,7 +36,6 @@ from core.requestlog import RequestLog
 from core.upstreamclock import UpstreamClock, start_clock
 from gateway import runtime
 from gateway.health import PROBES
-from inference.batches.traffic import LiveTraffic
 from inference.dialects.registry import dialect_of
 from inference.engine import Engine
 from inference.ledger.requests import record_requests
@@ -46,6 +45,7 @@ from inference.telemetry.genai import server_attributes, status_attributes
 from inference.telemetry.names import request_span
 from inference.telemetry.spans import NO_SPAN, RequestTrace, Span
 from inference.telemetry.tracing import TRACING
+from inference.traffic import LiveTraffic
 
 
 class RequestContextMiddleware(AsyncMiddleware):
@@ -77,7 +77,7 @@ class RequestContextMiddleware(AsyncMiddleware):
             )
         request.span = span  # type: ignore[attr-defined]
         traffic = None
-        if dialect is not None and dialect.live and request.method == "POST":
+        if dialect is not None and request.method == "POST" and dialect.live(request.path):
             traffic = current.engine.live  # batch lines give way to it (docs/batches.md)
             traffic.enter()
         try:

@@ -12,7 +12,6 @@ from typing import Any
 
 from agents.schema import Config
 from inference.background import BackgroundTasks
-from inference.batches.traffic import LiveTraffic
 from inference.ledger.writer import RecordWriter
 from inference.money.prices import look_up_prices
 from inference.providers.registry import ProviderClients
@@ -20,6 +19,7 @@ from inference.routing.circuits import Circuits
 from inference.telemetry.tracing import TRACING
 from inference.tools.mcp import McpHub
 from inference.tools.signal import TaskSignal
+from inference.traffic import LiveTraffic
 
 
 class Engine:

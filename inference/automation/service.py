@@ -1,5 +1,5 @@
-"""A process's automation: the scheduler of its triggers, the runner of background
-tasks and the runner of batches (started with the process, stopped with the engine), and the ways in from outside:
+"""A process's automation: the scheduler of its triggers and the runner of background
+tasks (started with the process, stopped with the engine), and the ways in from outside:
 a webhook's POST and a smoke test's run queued by the admin or the command."""
 
 import asyncio
@@ -16,7 +16,6 @@ from inference.automation.signing import Refusal, verify
 from inference.automation.smoke import queue_run, run_smoke_test
 from inference.automation.tasks import TaskRunner
 from inference.automation.triggers import Scheduler, fire_webhook
-from inference.batches.runner import BatchRunner
 from inference.database import in_database
 from inference.engine import Engine
 from inference.once import first_use
@@ -43,7 +42,6 @@ class Automation:
         for name, loop in (
             ("scheduler", Scheduler(self.config, self.engine, self._spawn).run),
             ("task runner", TaskRunner(self.config, self.engine, self._spawn).run),
-            ("batch runner", BatchRunner(self.config, self.engine, self._spawn).run),
         ):
             task = asyncio.ensure_future(_kept_running(name, loop))
             self.engine.services.add(task)

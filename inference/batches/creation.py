@@ -26,6 +26,7 @@ async def start_batch(
     *,
     dialect: Dialect,
     endpoint: str,
+    embedders: bool,
     user_id: str,
     key: KeyGrant | None,
     config: Config,
@@ -34,8 +35,9 @@ async def start_batch(
     metadata: dict[str, str] | None = None,
 ) -> Batch:
     """``lines``: each request with its 1-based line, as ``{custom_id, method, url,
-    body}`` (parsed, or the ``ValueError`` of a line that is not JSON)."""
-    checked = await asyncio.to_thread(check_requests, lines, endpoint, config)
+    body}`` (parsed, or the ``ValueError`` of a line that is not JSON); ``embedders``:
+    the endpoint's models are embedders."""
+    checked = await asyncio.to_thread(check_requests, lines, endpoint, embedders, config)
     now = timezone.now()
     prefix = "msgbatch_" if dialect == "anthropic" else "batch_"
     batch = Batch(

@@ -212,3 +212,15 @@ def end_batch(
                 file.save(force_insert=True)
                 fields[field] = file.id
         Batch.objects.filter(id=batch_id).update(**fields)
+
+
+def batches_before(user_id: str | None, after: str | None, limit: int) -> list[Batch]:
+    """Every user's batches, newest first (the admin), after the batch ``after``."""
+    rows = Batch.objects.all()
+    if user_id:
+        rows = rows.filter(user_id=user_id)
+    if after is not None and (cursor := Batch.objects.filter(id=after).first()) is not None:
+        rows = rows.filter(created_at__lte=cursor.created_at).exclude(
+            created_at=cursor.created_at, id__gte=cursor.id
+        )
+    return list(rows.order_by("-created_at", "-id")[:limit])

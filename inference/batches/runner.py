@@ -15,7 +15,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 from django.conf import settings
 from django.utils import timezone
@@ -23,7 +23,7 @@ from django.utils import timezone
 from agents.schema import Config
 from core.logformat import log_event
 from inference.batches import records
-from inference.batches.lines import LineCaller, LineOutcome, RateLimited, refused, run_line
+from inference.batches.lines import LineOutcome, RateLimited, refused, run_line
 from inference.batches.results import output_lines
 from inference.database import in_database
 from inference.engine import Engine
@@ -31,39 +31,53 @@ from inference.files import storage
 from inference.models import Batch, BatchLine, StoredFile
 from inference.money.keys import grant_of
 from inference.neutral.errors import ApiError
+from inference.serving.batchline import BatchLines, LineCaller
 
 logger = logging.getLogger("gateway.batches")
 MAX_BATCHES = 16  # batches one process runs at once (their lines share its concurrency)
 MAX_WAIT = 60.0  # seconds a rate-limited line waits at most before it is sent again
+RESTART_AFTER = 1.0  # seconds before the runner's loop starts again after a failure
+# What answers a batch's lines to a path (``inference.dialects.registry.batch_lines``).
+type Answerers = Callable[[str], BatchLines | None]
 
 
 class BatchRunner:
     def __init__(
-        self, config: Callable[[], Config | None], engine: Engine, spawn: Callable[..., Any]
+        self, config: Callable[[], Config | None], engine: Engine, answerers: Answerers
     ) -> None:
         self.config = config
         self.engine = engine
-        self.spawn = spawn
+        self.answerers = answerers
         self.running: set[str] = set()
         self.sending = 0  # lines in flight in this process
         self._room = asyncio.Event()
 
     async def run(self) -> None:
+        """Take batches and renew the heartbeats of those it runs, until cancelled; a
+        failure (the database was away) is logged and the loop starts again."""
         lease = float(settings.GATEWAY_LEASE_SECONDS)
         wakeup = self.engine.batches.event
         while True:
             wakeup.clear()
-            if self.config() is not None:
-                now = timezone.now()
-                if self.running:
-                    await in_database(records.renew, list(self.running), now)
-                room = MAX_BATCHES - len(self.running)
-                if room > 0:
-                    for batch in await in_database(records.take_batches, room, now, lease):
-                        self.running.add(batch.id)
-                        self.spawn(self._run(batch), f"batch {batch.id}")
+            try:
+                await self._take(lease)
+            except Exception:
+                logger.exception("the batch runner failed; it starts again")
+                await asyncio.sleep(RESTART_AFTER)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wakeup.wait(), timeout=lease / 3)
+
+    async def _take(self, lease: float) -> None:
+        if self.config() is None:
+            return
+        now = timezone.now()
+        if self.running:
+            await in_database(records.renew, list(self.running), now)
+        room = MAX_BATCHES - len(self.running)
+        if room > 0:
+            for batch in await in_database(records.take_batches, room, now, lease):
+                self.running.add(batch.id)
+                self.engine.background.spawn(self._run(batch), f"batch {batch.id}")
 
     async def _run(self, batch: Batch) -> None:
         try:
@@ -129,18 +143,21 @@ class BatchRunner:
         self, batch: Batch, line: BatchLine, caller: LineCaller, keyless: bool
     ) -> LineOutcome:
         request_id = uuid.uuid4().hex
+        answerer = self.answerers(batch.endpoint)
+        if answerer is None:  # validated at creation: only a downgrade of the code comes here
+            raise RuntimeError(f"no dialect answers {batch.endpoint}")
         if batch.api_key_id is not None and keyless:
             gone = ApiError(
                 401, "The API key that created the batch no longer exists", code="invalid_api_key"
             )
-            return refused(batch.endpoint, gone, request_id)
+            return refused(answerer, gone, request_id)
         while True:
             config = self.config()
             if config is None:
                 await asyncio.sleep(1)
                 continue
             try:
-                return await run_line(batch.endpoint, line.body, caller, config, self.engine)
+                return await run_line(answerer, line.body, caller, config, self.engine)
             except RateLimited as limited:
                 await asyncio.sleep(min(max(limited.wait, 0.2), MAX_WAIT))
             except Exception as error:
@@ -148,7 +165,7 @@ class BatchRunner:
                 failure = ApiError(
                     500, f"internal error: {type(error).__name__}", code="internal_error"
                 )
-                return refused(batch.endpoint, failure, request_id)
+                return refused(answerer, failure, request_id)
 
     async def _end(self, batch: Batch, status: str, config: Config) -> None:
         now = timezone.now()

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.schema import Config
-from inference.batches.lines import EMBEDDINGS
 
 MAX_CUSTOM_ID = 512
 
@@ -50,7 +49,10 @@ def read_jsonl(data: bytes) -> Iterable[tuple[int, Any]]:
             yield number, error
 
 
-def check_requests(lines: Iterable[tuple[int, Any]], endpoint: str, config: Config) -> Checked:
+def check_requests(
+    lines: Iterable[tuple[int, Any]], endpoint: str, embedders: bool, config: Config
+) -> Checked:
+    """``embedders``: the endpoint's models are embedders (else agents or experiments)."""
     limit = config.batches.max_requests
     requests: list[Request] = []
     problems: list[Problem] = []
@@ -67,7 +69,7 @@ def check_requests(lines: Iterable[tuple[int, Any]], endpoint: str, config: Conf
                 )
             )
             break
-        problem = _problem(line, endpoint, config, seen)
+        problem = _problem(line, endpoint, embedders, config, seen)
         if problem is not None:
             problems.append(Problem(problem[0], problem[1], number))
             continue
@@ -78,7 +80,9 @@ def check_requests(lines: Iterable[tuple[int, Any]], endpoint: str, config: Conf
     return Checked(requests, problems)
 
 
-def _problem(line: Any, endpoint: str, config: Config, seen: set[str]) -> tuple[str, str] | None:
+def _problem(
+    line: Any, endpoint: str, embedders: bool, config: Config, seen: set[str]
+) -> tuple[str, str] | None:
     if isinstance(line, ValueError) or not isinstance(line, dict):
         return "invalid_json_line", "The line is not a JSON object"
     custom_id = line.get("custom_id")
@@ -93,15 +97,15 @@ def _problem(line: Any, endpoint: str, config: Config, seen: set[str]) -> tuple[
     body = line.get("body")
     if not isinstance(body, dict) or not isinstance(body.get("model"), str):
         return "invalid_body", "body must be a JSON object with a model"
-    if not serves(config, endpoint, body["model"]):
-        what = "embedder" if endpoint == EMBEDDINGS else "agent or experiment"
+    if not serves(config, embedders, body["model"]):
+        what = "embedder" if embedders else "agent or experiment"
         return "model_not_found", f"The model {body['model']!r} is no {what} of the gateway"
     return None
 
 
-def serves(config: Config, endpoint: str, model: str) -> bool:
-    """Whether ``model`` names something that answers at ``endpoint``."""
+def serves(config: Config, embedders: bool, model: str) -> bool:
+    """Whether ``model`` names an embedder (``embedders``), or an agent or experiment."""
     target = config.target(model)
-    if endpoint == EMBEDDINGS:
+    if embedders:
         return config.embedder(target) is not None
     return config.agent(target) is not None or config.experiment(target) is not None

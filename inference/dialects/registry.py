@@ -11,9 +11,9 @@ from inference.dialects.embeddings.dialect import DIALECT as EMBEDDINGS
 from inference.dialects.files.dialect import DIALECT as FILES
 from inference.dialects.gemini.dialect import DIALECT as GEMINI
 from inference.dialects.mcp.dialect import DIALECT as MCP
-from inference.dialects.message_batches.dialect import DIALECT as MESSAGE_BATCHES
 from inference.dialects.messages.dialect import DIALECT as MESSAGES
 from inference.dialects.responses.dialect import DIALECT as RESPONSES
+from inference.serving.batchline import BatchLines
 from inference.serving.dialect import Dialect
 
 DIALECTS: tuple[Dialect, ...] = (
@@ -24,7 +24,6 @@ DIALECTS: tuple[Dialect, ...] = (
     EMBEDDINGS,
     FILES,
     BATCHES,
-    MESSAGE_BATCHES,
     MCP,
 )
 
@@ -38,6 +37,15 @@ def dialect_of(path: str) -> Dialect | None:
         if claim > longest:
             found, longest = dialect, claim
     return found
+
+
+def batch_lines(path: str) -> BatchLines | None:
+    """What answers a batch's line to ``path`` (None: no dialect batches it)."""
+    for dialect in DIALECTS:
+        lines = dialect.batch_lines
+        if lines is not None and lines.path == path:
+            return lines
+    return None
 
 
 def without_secrets(uri: str) -> str:

@@ -12,7 +12,9 @@ import anthropic
 import httpx
 import openai
 import pytest
+from playwright.sync_api import Page, expect
 
+from tests.browser import chromium_page, shot
 from tests.fakes.base import FakeUpstream, Recorded, Reply
 from tests.polling import wait_for
 from tests.server import GatewayServer
@@ -414,3 +416,64 @@ def test_a_restart_mid_batch_sends_no_line_twice(
     assert {line["error"]["code"] for line in errors} == {"interrupted"}
     in_flight_when_killed = sorted("r" + text.removeprefix("q") for text in sent[:2])
     assert sorted(line["custom_id"] for line in errors) == in_flight_when_killed
+
+
+def test_the_admin_shows_each_batchs_progress_and_cost(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    key = mint(server, agents=["assistant"])
+    client = sdk(server, key["key"])
+    lines = [chat_line("a", "one"), chat_line("b", "two"), chat_line("c", "no", model="other")]
+    batch = ended(client, submit(client, lines).id)
+
+    listed = httpx.get(
+        f"{server.url}/admin/batches", params={"user": key["user"]}, headers=JSON, timeout=10
+    ).json()
+
+    [row] = listed["data"]
+    assert (row["id"], row["user"], row["endpoint"], row["status"]) == (
+        batch.id,
+        key["user"],
+        "/v1/chat/completions",
+        "completed",
+    )
+    assert row["request_counts"] == {"total": 3, "completed": 2, "failed": 1}
+    assert row["cost_usd"] == pytest.approx(0.036)
+    assert listed["next"] is None
+    with chromium_page() as page:
+        show_batches(page, server, key["user"], batch.id)
+
+
+def show_batches(page: Page, server: GatewayServer, user: str, batch_id: str) -> None:
+    page.goto(f"{server.url}/admin/")
+    page.get_by_role("navigation").get_by_role("link", name="Batches").click()
+    page.get_by_label("User").fill(user)
+    page.get_by_role("button", name="Show").click()
+    row = page.locator(f"tr[data-batch-id='{batch_id}']")
+    expect(row.locator(".status")).to_have_text("completed")
+    expect(row.locator(".done")).to_have_text("3 / 3")
+    expect(row.locator(".failed")).to_have_text("1")
+    expect(row.locator(".cost")).to_have_text("0.036000")
+    assert row.locator("progress").get_attribute("value") == "3"
+    shot(page, "batches")
+
+
+def test_erasing_a_user_removes_their_batches_and_files(server: GatewayServer) -> None:
+    key = mint(server)
+    client = sdk(server, key["key"])
+    batch = ended(client, submit(client, [chat_line("a", "one")]).id)
+    assert batch.output_file_id is not None
+
+    erased = httpx.delete(f"{server.url}/admin/users/{key['user']}", headers=JSON, timeout=10)
+
+    assert erased.status_code == 200, erased.text
+    assert erased.json()["removed"]["batches"] == 1
+    assert erased.json()["removed"]["files"] == 2  # the input and the output
+    with pytest.raises(openai.NotFoundError):
+        client.batches.retrieve(batch.id)
+    with pytest.raises(openai.NotFoundError):
+        client.files.retrieve(batch.output_file_id)
+    listed = httpx.get(
+        f"{server.url}/admin/batches", params={"user": key["user"]}, headers=JSON, timeout=10
+    ).json()
+    assert listed["data"] == []

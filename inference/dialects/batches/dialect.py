@@ -5,4 +5,4 @@ from inference.dialects.batches.routes import api
 from inference.serving.dialect import Dialect
 from inference.serving.errors import openai_error
 
-DIALECT = Dialect("batches", ("/v1/batches",), api, openai_error, live=False)
+DIALECT = Dialect("batches", ("/v1/batches",), api, openai_error, background=("/v1/batches",))

@@ -9,10 +9,9 @@ from django.utils import timezone
 
 from inference.batches import records
 from inference.batches.creation import start_batch
-from inference.batches.lines import ENDPOINTS
 from inference.batches.validation import read_jsonl
 from inference.database import in_database
-from inference.dialects.batches.wire import BatchIn, batch_list, batch_object
+from inference.dialects.batches.wire import ENDPOINTS, BatchIn, batch_list, batch_object
 from inference.files import storage
 from inference.files.records import file_of
 from inference.models import Batch
@@ -51,6 +50,7 @@ async def create_batch(request: InferenceRequest, payload: BatchIn) -> HttpRespo
         read_jsonl(data),
         dialect="openai",
         endpoint=payload.endpoint,
+        embedders=ENDPOINTS[payload.endpoint],
         user_id=user_id,
         key=request.api_key,
         config=config,

@@ -8,19 +8,19 @@ from django.utils import timezone
 
 from inference.batches import records
 from inference.batches.creation import start_batch
-from inference.batches.lines import MESSAGES
 from inference.batches.results import anthropic_results
 from inference.batches.validation import check_requests
 from inference.database import in_database
-from inference.dialects.message_batches.wire import MessageBatchIn, message_batch
+from inference.dialects.messages.batch import PATH as MESSAGES
+from inference.dialects.messages.batch_wire import MessageBatchIn, message_batch
+from inference.dialects.messages.routes import api
 from inference.models import Batch
 from inference.neutral.errors import ApiError, invalid_request
 from inference.serving.context import InferenceRequest
 from inference.serving.owner import owner
-from inference.serving.routes import dialect_api
 from inference.serving.serve import json_response
 
-api = dialect_api("message_batches", lambda path: "requests")
+PREFIX = "/v1/messages/batches"
 MAX_PAGE = 1000
 
 
@@ -34,7 +34,7 @@ async def create_batch(request: InferenceRequest, payload: MessageBatchIn) -> Ht
         )
         for index, item in enumerate(payload.requests)
     ]
-    problems = check_requests(lines, MESSAGES, config).problems
+    problems = check_requests(lines, MESSAGES, False, config).problems
     if problems:
         raise invalid_request(
             "; ".join(f"requests.{problem.line - 1}: {problem.message}" for problem in problems),
@@ -44,6 +44,7 @@ async def create_batch(request: InferenceRequest, payload: MessageBatchIn) -> Ht
         lines,
         dialect="anthropic",
         endpoint=MESSAGES,
+        embedders=False,
         user_id=user_id,
         key=request.api_key,
         config=config,

@@ -1,1 +1,0 @@
-"""Anthropic's Message Batches: ``/v1/messages/batches`` (docs/batches.md)."""
