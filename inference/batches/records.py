@@ -137,8 +137,9 @@ def renew(batch_ids: Sequence[str], now: datetime) -> None:
     Batch.objects.filter(id__in=list(batch_ids)).update(heartbeat_at=now)
 
 
-def status_of(batch_id: str) -> str | None:
-    return Batch.objects.filter(id=batch_id).values_list("status", flat=True).first()
+def state_of(batch_id: str) -> tuple[str, datetime] | None:
+    """The batch's status and when its window ends (None: it was erased)."""
+    return Batch.objects.filter(id=batch_id).values_list("status", "expires_at").first()
 
 
 def claim_lines(batch_id: str, limit: int) -> list[BatchLine]:

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from typing import Literal
 
 from django.conf import settings
@@ -96,8 +97,8 @@ class BatchRunner:
             if config is None:
                 await asyncio.sleep(1)
                 continue
-            status = await in_database(records.status_of, batch.id)
-            ending = _ending(batch, status)
+            state = await in_database(records.state_of, batch.id)
+            ending = _ending(state)
             if ending == "gone":  # its user was erased
                 return
             if ending is not None:
@@ -111,8 +112,10 @@ class BatchRunner:
             if not lines:
                 if in_flight:
                     await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-                elif status == "in_progress" and not await in_database(
-                    records.has_unsent, batch.id
+                elif (
+                    state is not None
+                    and state[0] == "in_progress"
+                    and not await in_database(records.has_unsent, batch.id)
                 ):
                     await self._end(batch, "completed", config)
                     return
@@ -184,16 +187,18 @@ class BatchRunner:
 
 
 def _ending(
-    batch: Batch, status: str | None
+    state: tuple[str, datetime] | None,
 ) -> Literal["gone", "cancelled", "completed", "expired"] | None:
-    """How the batch ends now (None: it goes on)."""
-    if status is None:
+    """How the batch ends now, by its status and the end of its window (None: it goes
+    on)."""
+    if state is None:
         return "gone"
+    status, expires_at = state
     if status == "cancelling":
         return "cancelled"
     if status == "finalizing":
         return "completed"
-    if timezone.now() >= batch.expires_at:
+    if timezone.now() >= expires_at:
         return "expired"
     return None
 

@@ -4,6 +4,8 @@ Message Batches (``messages.batches.*``), run as requests of the key that create
 against the fake upstream."""
 
 import json
+import sqlite3
+import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -33,7 +35,7 @@ embedders:
 pricing:
   "openai/priced": {{input: 1000, output: 1000}}
 files: {{dir: uploads}}
-batches: {{concurrency: 2}}
+batches: {{concurrency: 2, yield_above: 1}}
 """
 DONE = ("completed", "failed", "cancelled", "expired")
 
@@ -477,3 +479,63 @@ def test_erasing_a_user_removes_their_batches_and_files(server: GatewayServer) -
         f"{server.url}/admin/batches", params={"user": key["user"]}, headers=JSON, timeout=10
     ).json()
     assert listed["data"] == []
+
+
+def test_batch_lines_wait_while_live_traffic_is_at_yield_above(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    """yield_above 1: while a live request is in flight, no line is sent; each line the
+    fake receives finds no live call waiting there."""
+    fake = fakes["openai"]
+    live = fake.gauge(lambda recorded: said(recorded) == "live")
+    fake.answer_when(lambda recorded: said(recorded) == "live", Reply.of_text("Live.", delay=1.5))
+    live_seen_by_lines: list[int] = []
+
+    def is_line(recorded: Recorded) -> bool:
+        if said(recorded).startswith("line"):
+            live_seen_by_lines.append(live.now)
+            return True
+        return False
+
+    fake.answer_when(is_line, Reply.of_text("Line."))
+    key = mint(server)
+    client = sdk(server, key["key"])
+    asking = threading.Thread(
+        target=lambda: client.chat.completions.create(
+            model="assistant", messages=[{"role": "user", "content": "live"}]
+        )
+    )
+    asking.start()
+    wait_for(lambda: live.now == 1, "the live request at the upstream")
+
+    done = ended(client, submit(client, [chat_line(f"r{n}", f"line {n}") for n in range(4)]).id)
+    asking.join()
+
+    assert done.request_counts is not None and done.request_counts.completed == 4
+    assert live_seen_by_lines == [0, 0, 0, 0]
+
+
+def test_a_batch_past_its_window_expires_with_its_ended_lines_delivered(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    fake = fakes["openai"]
+    fake.answer_when(lambda recorded: True, Reply.of_text("Slowly.", delay=1.0))
+    client = sdk(server, mint(server)["key"])
+    batch = submit(client, [chat_line(f"r{n}", f"q{n}") for n in range(6)])
+    wait_for(lambda: fake.requests, "the first line sent")
+
+    with sqlite3.connect(server.workdir / "gateway.sqlite3") as database:
+        database.execute(
+            "UPDATE inference_batch SET expires_at = '2000-01-01 00:00:00' WHERE id = ?",
+            (batch.id,),
+        )
+    done = ended(client, batch.id)
+
+    assert done.status == "expired" and done.expired_at is not None
+    assert done.request_counts is not None
+    sent = len(fake.requests)
+    assert 1 <= sent < 6 and done.request_counts.completed == sent
+    assert len(read_file(client, done.output_file_id)) == sent
+    unsent = read_file(client, done.error_file_id)
+    assert {line["error"]["code"] for line in unsent} == {"batch_expired"}
+    assert len(unsent) == 6 - sent
