@@ -403,9 +403,6 @@ class BatchesConfig(Finite):
         description="Batch lines wait while this many live requests are in flight on the process.",
     )
     max_requests: int = Field(default=50_000, ge=1, description="The most lines a batch may have.")
-    poll_seconds: float = Field(
-        default=60, gt=0, description="How often a provider's own batch is polled."
-    )
 
 
 class SkillsConfig(Section):

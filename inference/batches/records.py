@@ -172,6 +172,12 @@ def finish_line(line_id: int, outcome: LineOutcome, now: datetime) -> None:
     )
 
 
+def unclaim(line_id: int) -> None:
+    """Give back a claimed line that was never sent (it waited on a rate limit while its
+    batch was cancelled or expired): it ends with the batch's other unsent lines."""
+    BatchLine.objects.filter(id=line_id, status="sent").update(status="queued")
+
+
 def has_unsent(batch_id: str) -> bool:
     return BatchLine.objects.filter(batch_id=batch_id, status="queued").exists()
 

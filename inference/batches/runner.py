@@ -137,14 +137,19 @@ class BatchRunner:
     async def _line(self, batch: Batch, line: BatchLine, caller: LineCaller, keyless: bool) -> None:
         try:
             outcome = await self._outcome(batch, line, caller, keyless)
-            await in_database(records.finish_line, line.id, outcome, timezone.now())
+            if outcome is None:
+                await in_database(records.unclaim, line.id)
+            else:
+                await in_database(records.finish_line, line.id, outcome, timezone.now())
         finally:
             self.sending -= 1
             self._room.set()
 
     async def _outcome(
         self, batch: Batch, line: BatchLine, caller: LineCaller, keyless: bool
-    ) -> LineOutcome:
+    ) -> LineOutcome | None:
+        """The line's outcome; None when it waited on a rate limit until its batch was
+        cancelled or expired (it was never sent)."""
         request_id = uuid.uuid4().hex
         answerer = self.answerers(batch.endpoint)
         if answerer is None:  # validated at creation: only a downgrade of the code comes here
@@ -163,6 +168,8 @@ class BatchRunner:
                 return await run_line(answerer, line.body, caller, config, self.engine)
             except RateLimited as limited:
                 await asyncio.sleep(min(max(limited.wait, 0.2), MAX_WAIT))
+                if _ending(await in_database(records.state_of, batch.id)) is not None:
+                    return None
             except Exception as error:
                 logger.exception("line %s of batch %s failed", line.number, batch.id)
                 failure = ApiError(
