@@ -150,6 +150,40 @@ def test_a_batch_runs_each_line_as_a_stateless_request_of_its_key(
     assert history["data"] == []  # stateless: nothing kept
     spend = httpx.get(f"{server.url}/admin/keys/{key['id']}", headers=JSON, timeout=10).json()
     assert spend["spent_usd"] == pytest.approx(0.054)
+    with sqlite3.connect(server.workdir / "gateway.sqlite3") as database:
+        kinds = database.execute(
+            "SELECT kind, COUNT(*) FROM inference_ledgerentry WHERE user_id = ? GROUP BY kind",
+            (key["user"],),
+        ).fetchall()
+    assert kinds == [("batch", 3)]
+
+
+def test_a_responses_batch_answers_in_the_responses_shape_and_stores_nothing(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    client = sdk(server, mint(server)["key"])
+    line = {
+        "custom_id": "r",
+        "method": "POST",
+        "url": "/v1/responses",
+        "body": {"model": "assistant", "input": "Tell me"},
+    }
+    chained = {
+        **line,
+        "custom_id": "chained",
+        "body": {**line["body"], "previous_response_id": "resp_x"},
+    }
+
+    done = ended(client, submit(client, [line, chained], endpoint="/v1/responses").id)
+
+    [output] = read_file(client, done.output_file_id)
+    body = output["response"]["body"]
+    assert body["object"] == "response" and body["status"] == "completed"
+    assert body["output"][0]["content"][0]["text"] == "You said: Tell me"
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(body["id"])  # never stored
+    [refused] = read_file(client, done.error_file_id)
+    assert refused["custom_id"] == "chained" and refused["response"]["status_code"] == 400
 
 
 def test_an_embeddings_batch_answers_in_the_embeddings_shape(
