@@ -162,16 +162,12 @@ def test_a_responses_batch_answers_in_the_responses_shape_and_stores_nothing(
     server: GatewayServer, fakes: dict[str, FakeUpstream]
 ) -> None:
     client = sdk(server, mint(server)["key"])
-    line = {
-        "custom_id": "r",
-        "method": "POST",
-        "url": "/v1/responses",
-        "body": {"model": "assistant", "input": "Tell me"},
-    }
+    body = {"model": "assistant", "input": "Tell me"}
+    line = {"custom_id": "r", "method": "POST", "url": "/v1/responses", "body": body}
     chained = {
         **line,
         "custom_id": "chained",
-        "body": {**line["body"], "previous_response_id": "resp_x"},
+        "body": {**body, "previous_response_id": "resp_x"},
     }
 
     done = ended(client, submit(client, [line, chained], endpoint="/v1/responses").id)
