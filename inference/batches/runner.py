@@ -110,6 +110,7 @@ class BatchRunner:
             await self._slot(config)
             lines = await in_database(records.claim_lines, batch.id, 1)
             if not lines:
+                self._free()
                 if in_flight:
                     await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
                 elif (
@@ -120,19 +121,27 @@ class BatchRunner:
                     await self._end(batch, "completed", config)
                     return
                 continue
-            for line in lines:
-                self.sending += 1
-                task = asyncio.ensure_future(self._line(batch, line, caller, key is None))
-                in_flight.add(task)
-                task.add_done_callback(in_flight.discard)
+            [line] = lines
+            task = asyncio.ensure_future(self._line(batch, line, caller, key is None))
+            in_flight.add(task)
+            task.add_done_callback(in_flight.discard)
 
     async def _slot(self, config: Config) -> None:
-        """Wait for room among this process's lines in flight, and for live traffic below
-        ``batches.yield_above``."""
+        """Take one of this process's ``batches.concurrency`` places for a line (every
+        batch it runs shares them), once live traffic is below ``batches.yield_above``."""
         while self.sending >= config.batches.concurrency:
             self._room.clear()
             await self._room.wait()
-        await self.engine.live.below(config.batches.yield_above)
+        self.sending += 1
+        try:
+            await self.engine.live.below(config.batches.yield_above)
+        except BaseException:
+            self._free()
+            raise
+
+    def _free(self) -> None:
+        self.sending -= 1
+        self._room.set()
 
     async def _line(self, batch: Batch, line: BatchLine, caller: LineCaller, keyless: bool) -> None:
         try:
@@ -142,8 +151,7 @@ class BatchRunner:
             else:
                 await in_database(records.finish_line, line.id, outcome, timezone.now())
         finally:
-            self.sending -= 1
-            self._room.set()
+            self._free()
 
     async def _outcome(
         self, batch: Batch, line: BatchLine, caller: LineCaller, keyless: bool

@@ -162,12 +162,12 @@ def test_a_responses_batch_answers_in_the_responses_shape_and_stores_nothing(
     server: GatewayServer, fakes: dict[str, FakeUpstream]
 ) -> None:
     client = sdk(server, mint(server)["key"])
-    body = {"model": "assistant", "input": "Tell me"}
-    line = {"custom_id": "r", "method": "POST", "url": "/v1/responses", "body": body}
+    asked = {"model": "assistant", "input": "Tell me"}
+    line = {"custom_id": "r", "method": "POST", "url": "/v1/responses", "body": asked}
     chained = {
         **line,
         "custom_id": "chained",
-        "body": {**body, "previous_response_id": "resp_x"},
+        "body": {**asked, "previous_response_id": "resp_x"},
     }
 
     done = ended(client, submit(client, [line, chained], endpoint="/v1/responses").id)
@@ -282,7 +282,7 @@ def test_a_spent_budget_fails_the_lines_after_it(
     assert len(fakes["openai"].requests) == 2
 
 
-def test_at_most_batches_concurrency_lines_are_in_flight(
+def test_at_most_batches_concurrency_lines_are_in_flight_across_batches(
     server: GatewayServer, fakes: dict[str, FakeUpstream]
 ) -> None:
     fake = fakes["openai"]
@@ -290,10 +290,13 @@ def test_at_most_batches_concurrency_lines_are_in_flight(
     fake.answer_when(lambda recorded: True, Reply.of_text("Later.", delay=0.3))
     client = sdk(server, mint(server)["key"])
 
-    done = ended(client, submit(client, [chat_line(f"r{n}", f"q{n}") for n in range(8)]).id)
+    first = submit(client, [chat_line(f"r{n}", f"q{n}") for n in range(4)])
+    second = submit(client, [chat_line(f"r{n}", f"q{n}") for n in range(4)])
 
-    assert done.request_counts is not None and done.request_counts.completed == 8
-    assert in_flight.peak == 2
+    for batch in (first, second):
+        done = ended(client, batch.id)
+        assert done.request_counts is not None and done.request_counts.completed == 4
+    assert in_flight.peak == 2  # the process's bound, shared by its batches
 
 
 def test_cancel_stops_new_lines_and_the_ended_ones_are_delivered(
