@@ -572,3 +572,39 @@ def test_a_batch_past_its_window_expires_with_its_ended_lines_delivered(
     unsent = read_file(client, done.error_file_id)
     assert {line["error"]["code"] for line in unsent} == {"batch_expired"}
     assert len(unsent) == 6 - sent
+
+
+def test_a_revoked_keys_batch_sends_no_more_lines(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    fake = fakes["openai"]
+    fake.answer_when(lambda recorded: True, Reply.of_text("Slowly.", delay=1.0))
+    key = mint(server)
+    client = sdk(server, key["key"])
+    batch = submit(client, [chat_line(f"r{n}", f"q{n}") for n in range(5)])
+    wait_for(lambda: fake.requests, "the first line sent")
+
+    revoked = httpx.delete(f"{server.url}/admin/keys/{key['id']}", timeout=10)
+    assert revoked.status_code == 200
+
+    def admin_row() -> dict[str, Any]:
+        listed = httpx.get(
+            f"{server.url}/admin/batches", params={"user": key["user"]}, headers=JSON, timeout=10
+        ).json()
+        row: dict[str, Any] = next(row for row in listed["data"] if row["id"] == batch.id)
+        return row
+
+    done = wait_for(
+        lambda: admin_row()["status"] == "completed" and admin_row(), "the batch to end"
+    )
+
+    sent = len(fake.requests)
+    assert done["request_counts"] == {"total": 5, "completed": sent, "failed": 5 - sent}
+    assert 1 <= sent < 5
+    with sqlite3.connect(server.workdir / "gateway.sqlite3") as database:
+        codes = database.execute(
+            "SELECT DISTINCT error_code FROM inference_batchline WHERE batch_id = ? "
+            "AND status = 'failed'",
+            (done["id"],),
+        ).fetchall()
+    assert codes == [("invalid_api_key",)]
