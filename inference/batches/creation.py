@@ -11,7 +11,7 @@ from typing import Any
 from django.utils import timezone
 
 from agents.schema import Config
-from inference.batches.records import Dialect, create_batch
+from inference.batches.records import BatchApi, create_batch
 from inference.batches.validation import check_requests
 from inference.database import in_database
 from inference.engine import Engine
@@ -24,7 +24,7 @@ WINDOW = timedelta(hours=24)  # completion_window "24h", the one OpenAI takes
 async def start_batch(
     lines: Iterable[tuple[int, Any]],
     *,
-    dialect: Dialect,
+    dialect: BatchApi,
     endpoint: str,
     embedders: bool,
     user_id: str,

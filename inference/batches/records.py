@@ -27,7 +27,8 @@ from inference.models import Batch, BatchLine, StoredFile
 ENDED = ("succeeded", "failed", "cancelled", "expired")
 RUNNING = ("in_progress", "cancelling", "finalizing")
 INTERRUPTED = "the gateway stopped while the line was in flight; it is not sent again"
-type Dialect = Literal["openai", "anthropic"]
+# Which API a batch was created with (its shapes; ids of one are unknown to the other).
+type BatchApi = Literal["openai", "anthropic"]
 
 
 def create_batch(batch: Batch, requests: Sequence[Request], problems: Sequence[Problem]) -> None:
@@ -50,12 +51,12 @@ def create_batch(batch: Batch, requests: Sequence[Request], problems: Sequence[P
             )
 
 
-def batch_of(user_id: str, batch_id: str, dialect: Dialect) -> Batch | None:
+def batch_of(user_id: str, batch_id: str, dialect: BatchApi) -> Batch | None:
     return Batch.objects.filter(id=batch_id, user_id=user_id, dialect=dialect).first()
 
 
 def page_of_batches(
-    user_id: str, dialect: Dialect, limit: int, after: str | None, before: str | None = None
+    user_id: str, dialect: BatchApi, limit: int, after: str | None, before: str | None = None
 ) -> tuple[list[Batch], bool]:
     """The user's batches, newest first, after the batch ``after`` (or before ``before``:
     newer ones); whether more follow."""
@@ -95,7 +96,7 @@ def costs_of(batch_ids: Sequence[str]) -> dict[str, int]:
     return {row["batch_id"]: row["cost"] or 0 for row in rows}
 
 
-def cancel_batch(user_id: str, batch_id: str, dialect: Dialect, now: datetime) -> Batch | None:
+def cancel_batch(user_id: str, batch_id: str, dialect: BatchApi, now: datetime) -> Batch | None:
     """The batch, ``cancelling`` unless it had ended (its runner ends it ``cancelled``
     once its lines in flight are done)."""
     with transaction.atomic():
