@@ -1,7 +1,9 @@
 """Batches below the server: an input's checks (``inference.batches.validation``), the
-lines' files and results (``inference.batches.results``), and the claims that keep a
-line from being sent twice (``inference.batches.records``)."""
+lines' files and results (``inference.batches.results``), the claims that keep a line
+from being sent twice (``inference.batches.records``), and what a refused line becomes
+(``inference.batches.lines``)."""
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -9,9 +11,14 @@ import pytest
 
 from agents.loader import load_config_data
 from inference.batches import records
+from inference.batches.lines import RateLimited, run_line
 from inference.batches.results import anthropic_results, output_lines
 from inference.batches.validation import check_requests, read_jsonl
+from inference.engine import Engine
 from inference.models import Batch, BatchLine
+from inference.neutral.errors import ApiError
+from inference.serving.batchline import BatchLines, LineCaller
+from inference.serving.errors import openai_error
 
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 CHAT = "/v1/chat/completions"
@@ -177,3 +184,34 @@ def test_a_batch_whose_runner_died_is_taken_once_and_its_claimed_lines_fail() ->
     assert set(BatchLine.objects.filter(status="failed").values_list("error_code", flat=True)) == {
         "interrupted"
     }
+
+
+def refusing(error: ApiError) -> BatchLines:
+    """A dialect whose every line is refused with ``error``."""
+
+    async def answer(*_: object) -> dict[str, object]:
+        raise error
+
+    return BatchLines(CHAT, answer, openai_error)
+
+
+def test_a_line_refused_for_its_rate_is_sent_again_after_the_wait() -> None:
+    limited = ApiError(429, "rpm", code="rate_limit_exceeded", headers={"Retry-After": "7"})
+
+    with pytest.raises(RateLimited) as waiting:
+        asyncio.run(run_line(refusing(limited), {}, LineCaller("u", None), CONFIG, Engine()))
+
+    assert waiting.value.wait == 7.0
+
+
+def test_a_line_refused_for_a_spent_budget_fails_in_its_dialects_shape() -> None:
+    spent = ApiError(429, "The API key's budget is spent", code="insufficient_quota")
+
+    outcome = asyncio.run(run_line(refusing(spent), {}, LineCaller("u", None), CONFIG, Engine()))
+
+    assert not outcome.succeeded and outcome.status_code == 429
+    assert (outcome.error_code, outcome.error_message) == (
+        "insufficient_quota",
+        "The API key's budget is spent",
+    )
+    assert outcome.body["error"]["code"] == "insufficient_quota"
