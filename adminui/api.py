@@ -6,6 +6,7 @@ from django.http import Http404, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
+from adminui.batches import routes as batches
 from adminui.context import AdminRequest
 from adminui.editing import (
     cache_rates,
@@ -103,6 +104,7 @@ api.add_router("", memories.router)
 api.add_router("", cache.router)
 api.add_router("", evaluations.router)
 api.add_router("", automation.router)
+api.add_router("", batches.router)
 
 
 @api.exception_handler(AdminError)

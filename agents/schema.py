@@ -396,6 +396,20 @@ class FilesConfig(Finite):
     )
 
 
+class BatchesConfig(Finite):
+    """Our extension: how batches run (``/v1/batches``, docs/batches.md)."""
+
+    concurrency: int = Field(
+        default=4, ge=1, description="Lines of batches sent at once by one process."
+    )
+    yield_above: int = Field(
+        default=8,
+        ge=1,
+        description="Batch lines wait while this many live requests are in flight on the process.",
+    )
+    max_requests: int = Field(default=50_000, ge=1, description="The most lines a batch may have.")
+
+
 class SkillsConfig(Section):
     """Our extension: the folder of skills agents may load (docs/skills.md)."""
 
@@ -526,6 +540,7 @@ class Config(Section):
     evaluations: EvaluationsConfig = EvaluationsConfig()
     reconciliation: ReconciliationConfig = ReconciliationConfig()
     files: FilesConfig = FilesConfig()
+    batches: BatchesConfig = BatchesConfig()
     skills: SkillsConfig | None = None
     mcp_server: McpServerSettings = McpServerSettings()
     triggers: list[TriggerConfig] = []

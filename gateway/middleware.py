@@ -45,6 +45,7 @@ from inference.telemetry.genai import server_attributes, status_attributes
 from inference.telemetry.names import request_span
 from inference.telemetry.spans import NO_SPAN, RequestTrace, Span
 from inference.telemetry.tracing import TRACING
+from inference.traffic import LiveTraffic
 
 
 class RequestContextMiddleware(AsyncMiddleware):
@@ -75,13 +76,21 @@ class RequestContextMiddleware(AsyncMiddleware):
                 partial(_traced, log, current.engine),
             )
         request.span = span  # type: ignore[attr-defined]
+        traffic = None
+        if dialect is not None and request.method == "POST" and dialect.live(request.path):
+            traffic = current.engine.live  # batch lines give way to it (docs/batches.md)
+            traffic.enter()
         try:
             response = await self.get_response(request)
         except asyncio.CancelledError:
             # The client went away before the answer (its calls are billed as it unwound):
             # the request is logged, counted and recorded all the same.
             log.status, log.error = CLIENT_CLOSED, log.error or "client_closed"
-            _finish(log, started, clock, span)
+            _finish(log, started, clock, span, traffic)
+            raise
+        except BaseException:
+            if traffic is not None:
+                traffic.leave()
             raise
         response["X-Request-ID"] = request_id
         log.status, log.stream = response.status_code, response.streaming
@@ -90,9 +99,9 @@ class RequestContextMiddleware(AsyncMiddleware):
         if isinstance(response, StreamingHttpResponse):
             # Every stream the gateway serves is an async iterator (ASGI).
             content = cast(AsyncIterator[bytes], response.streaming_content)
-            response.streaming_content = _log_when_done(content, log, started, clock, span)
+            response.streaming_content = _log_when_done(content, log, started, clock, span, traffic)
         else:
-            _finish(log, started, clock, span)
+            _finish(log, started, clock, span, traffic)
         return response
 
 
@@ -109,15 +118,24 @@ async def _log_when_done(
     started: float,
     clock: UpstreamClock,
     span: Span,
+    traffic: LiveTraffic | None,
 ) -> AsyncIterator[bytes]:
     try:
         async for part in content:
             yield part
     finally:
-        _finish(log, started, clock, span)
+        _finish(log, started, clock, span, traffic)
 
 
-def _finish(log: RequestLog, started: float, clock: UpstreamClock, span: Span) -> None:
+def _finish(
+    log: RequestLog,
+    started: float,
+    clock: UpstreamClock,
+    span: Span,
+    traffic: LiveTraffic | None = None,
+) -> None:
+    if traffic is not None:
+        traffic.leave()
     log.latency_ms = round((time.perf_counter() - started) * 1000, 2)
     log.overhead_ms = round(_overhead_ms(started, clock), 2)
     log.emit()

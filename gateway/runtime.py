@@ -59,6 +59,7 @@ class Runtime:
         await self.engine.start(self.holder.config)
         self.automation.start()
         self._start_daily_reconciliation()
+        self._start_batches()
 
     def _start_daily_reconciliation(self) -> None:
         """The process's part in the day's fetch of the bills (docs/reconciliation.md)."""
@@ -67,6 +68,16 @@ class Runtime:
 
         daily = asyncio.ensure_future(Daily(lambda: self.holder.config).run())
         self.engine.services.add(daily)
+
+    def _start_batches(self) -> None:
+        """The process's runner of batches (docs/batches.md), which finds what answers
+        each line through the dialects' registry."""
+        # Imported here: the runtime is imported before Django's apps (and models) load.
+        from inference.batches.runner import BatchRunner
+        from inference.dialects.registry import batch_lines
+
+        runner = BatchRunner(lambda: self.holder.config, self.engine, batch_lines)
+        self.engine.services.add(asyncio.ensure_future(runner.run()))
 
     @property
     def automation(self) -> "Automation":

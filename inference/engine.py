@@ -19,6 +19,7 @@ from inference.routing.circuits import Circuits
 from inference.telemetry.tracing import TRACING
 from inference.tools.mcp import McpHub
 from inference.tools.signal import TaskSignal
+from inference.traffic import LiveTraffic
 
 
 class Engine:
@@ -29,6 +30,8 @@ class Engine:
         self.background = BackgroundTasks()
         self.writer = RecordWriter()
         self.tasks = TaskSignal()  # wakes the process's task runner (inference.automation)
+        self.batches = TaskSignal()  # wakes the process's batch runner (inference.batches)
+        self.live = LiveTraffic()  # live requests in flight: batch lines give way to them
         # The one source of the process's random choices (experiment arms, shadow rates,
         # judge sampling), so a test can seed every draw at once.
         self.rng = random.Random()

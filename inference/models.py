@@ -501,3 +501,66 @@ class UsedOnce(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["kind", "digest"], name="used_once")]
         indexes = [models.Index(fields=["expires_at"], name="used_once_expiry")]
+
+
+class Batch(models.Model):
+    """A batch of requests a user sent as a file (``/v1/batches``) or a list
+    (``/v1/messages/batches``), run in the background as that user's requests, under the
+    key it was created with (docs/batches.md). ``status`` is OpenAI's (Message Batches
+    show theirs from it); a process running it renews ``heartbeat_at``, and one whose
+    heartbeat is older than the lease is taken over by another process."""
+
+    id = models.CharField(max_length=40, primary_key=True)  # batch_<hex> or msgbatch_<hex>
+    user_id = models.CharField(max_length=255)
+    api_key_id = models.IntegerField(null=True, blank=True)
+    dialect = models.CharField(max_length=16, default="openai")  # openai, anthropic
+    endpoint = models.CharField(max_length=64)  # the path each line is a request to
+    input_file_id = models.CharField(max_length=40, blank=True, default="")
+    completion_window = models.CharField(max_length=8, default="24h")
+    status = models.CharField(max_length=16, default="validating")
+    errors = models.JSONField(null=True, blank=True)  # [{code, message, line}]
+    output_file_id = models.CharField(max_length=40, blank=True, default="")
+    error_file_id = models.CharField(max_length=40, blank=True, default="")
+    metadata = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    in_progress_at = models.DateTimeField(null=True, blank=True)
+    finalizing_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(null=True, blank=True)
+    expired_at = models.DateTimeField(null=True, blank=True)
+    cancelling_at = models.DateTimeField(null=True, blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user_id", "dialect", "created_at"], name="batches_of_user"),
+            models.Index(fields=["status", "heartbeat_at"], name="batches_to_run"),
+        ]
+
+
+class BatchLine(models.Model):
+    """One request of a batch. ``status``: ``queued``, then ``sent`` once a process claimed
+    it (before anything goes upstream: a line is never sent twice), then ``succeeded``,
+    ``failed``, ``cancelled`` or ``expired`` with its outcome: the response's status and
+    body, or the error's code and message."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="lines")
+    number = models.PositiveIntegerField()  # 1-based, in the input's order
+    custom_id = models.CharField(max_length=512)
+    body = models.JSONField()
+    status = models.CharField(max_length=16, default="queued")
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    response = models.JSONField(null=True, blank=True)
+    request_id = models.CharField(max_length=64, blank=True, default="")
+    error_code = models.CharField(max_length=64, blank=True, default="")
+    error_message = models.TextField(blank=True, default="")
+    cost_micro_usd = models.BigIntegerField(default=0)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "number"], name="one_line_per_number")
+        ]
+        indexes = [models.Index(fields=["batch", "status", "number"], name="lines_to_run")]

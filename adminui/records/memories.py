@@ -53,6 +53,7 @@ class Removed(BaseModel):
     files: int
     mcp_connections: int
     tasks: int
+    batches: int
 
 
 class Erased(BaseModel):

@@ -25,6 +25,7 @@ _RECORD_PAGES = (
     ("Memories", "admin:memories"),
     ("Triggers", "admin:triggers"),
     ("Smoke tests", "admin:smoke_tests"),
+    ("Batches", "admin:batches"),
     ("Usage", "admin:usage"),
     ("Spend", "admin:spend"),
     ("Reconciliation", "admin:reconciliation"),

@@ -5,6 +5,7 @@ chat's ``/v1/models/{id}``, then the busiest first."""
 
 from django.urls import URLPattern, URLResolver, path
 
+from inference.dialects.batches.dialect import DIALECT as BATCHES
 from inference.dialects.chat.dialect import DIALECT as CHAT
 from inference.dialects.embeddings.dialect import DIALECT as EMBEDDINGS
 from inference.dialects.files.dialect import DIALECT as FILES
@@ -12,9 +13,19 @@ from inference.dialects.gemini.dialect import DIALECT as GEMINI
 from inference.dialects.mcp.dialect import DIALECT as MCP
 from inference.dialects.messages.dialect import DIALECT as MESSAGES
 from inference.dialects.responses.dialect import DIALECT as RESPONSES
+from inference.serving.batchline import BatchLines
 from inference.serving.dialect import Dialect
 
-DIALECTS: tuple[Dialect, ...] = (GEMINI, CHAT, MESSAGES, RESPONSES, EMBEDDINGS, FILES, MCP)
+DIALECTS: tuple[Dialect, ...] = (
+    GEMINI,
+    CHAT,
+    MESSAGES,
+    RESPONSES,
+    EMBEDDINGS,
+    FILES,
+    BATCHES,
+    MCP,
+)
 
 
 def dialect_of(path: str) -> Dialect | None:
@@ -26,6 +37,15 @@ def dialect_of(path: str) -> Dialect | None:
         if claim > longest:
             found, longest = dialect, claim
     return found
+
+
+def batch_lines(path: str) -> BatchLines | None:
+    """What answers a batch's line to ``path`` (None: no dialect batches it)."""
+    for dialect in DIALECTS:
+        lines = dialect.batch_lines
+        if lines is not None and lines.path == path:
+            return lines
+    return None
 
 
 def without_secrets(uri: str) -> str:

@@ -2,7 +2,7 @@
 transaction: conversation history, memories, stored responses, pending tool exchanges,
 the response cache's answers to their requests, uploaded files (their bytes leave the
 disk once the rest is committed), budget reservations, their MCP connections (the
-tokens of their accounts at MCP servers) and their turns in evaluations' cases. What must be kept for the operator's accounts (ledger rows,
+tokens of their accounts at MCP servers), their batches and their turns in evaluations' cases. What must be kept for the operator's accounts (ledger rows,
 judge scores, request records) stays, under a digest instead of the user id, so totals
 still add up and nothing leads back to the person.
 
@@ -22,6 +22,7 @@ from inference.erasures import erased_id, record_erasure
 from inference.files.storage import remove
 from inference.models import (
     AgentTask,
+    Batch,
     BudgetReservation,
     EvaluationCase,
     JudgeRun,
@@ -64,6 +65,8 @@ def erase_user(user_id: str, files_folder: Path) -> dict[str, int]:
             EvaluationCase.objects.filter(user_id=user_id).delete()
             tasks, _ = AgentTask.objects.filter(user_id=user_id).delete()
             TriggerRun.objects.filter(user_id=user_id).delete()
+            _, by_model = Batch.objects.filter(user_id=user_id).delete()
+            batches = by_model.get(Batch._meta.label, 0)
             digest = erased_id(user_id)
             for kept in (LedgerEntry, JudgeRun, JudgeScore, RequestRecord):
                 kept.objects.filter(user_id=user_id).update(user_id=digest)
@@ -81,6 +84,7 @@ def erase_user(user_id: str, files_folder: Path) -> dict[str, int]:
         "files": len(uploaded),
         "mcp_connections": connections,
         "tasks": tasks,
+        "batches": batches,
     }
 
 

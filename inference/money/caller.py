@@ -68,8 +68,9 @@ class Caller:
     @property
     def rechecks_key(self) -> bool:
         """Whether each call asks again whether the key is still valid: background work
-        outlives the request that checked it (a task whose key was revoked stops)."""
-        return self.purpose == "task" and self.key is not None
+        outlives the request that checked it (a task or a batch whose key was revoked
+        stops)."""
+        return self.purpose in ("task", "batch") and self.key is not None
 
     def to(self, purpose: Purpose) -> "Caller":
         """The same caller, making calls for another reason (a judge of its reply)."""

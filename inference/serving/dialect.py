@@ -18,6 +18,7 @@ from ninja import NinjaAPI
 
 from inference.neutral.errors import ApiError
 from inference.serving.auth import header
+from inference.serving.batchline import BatchLines
 from inference.serving.errors import ErrorShape, error_response
 
 # How a dialect finds the credential of a request in its ASGI scope, as an
@@ -45,6 +46,11 @@ class Dialect:
     # Query parameters that carry a credential (Gemini's ?key=): taken out of the URL once
     # the credential is read, before anything logs, records or traces it.
     secret_params: tuple[str, ...] = ()
+    # Its paths whose requests are not live traffic (which batch lines give way to):
+    # uploads, batches' own routes (a prefix each).
+    background: tuple[str, ...] = ()
+    # What it answers as a batch's line (None: batches do not run its requests).
+    batch_lines: BatchLines | None = None
 
     def claim(self, path: str) -> int:
         """How long the longest of its prefixes that owns ``path`` is (-1: none does); a
@@ -58,6 +64,12 @@ class Dialect:
                 if path == prefix or path.startswith(prefix + "/")
             ),
             default=-1,
+        )
+
+    def live(self, path: str) -> bool:
+        """Whether a POST to ``path`` is live traffic (batch lines give way to it)."""
+        return not any(
+            path == prefix or path.startswith(prefix + "/") for prefix in self.background
         )
 
     def error_response(self, error: ApiError) -> HttpResponse:

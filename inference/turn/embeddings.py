@@ -70,7 +70,9 @@ async def embed_for_user(
     engine: Engine,
     log: RequestLog,
     span: Span = NO_SPAN,
+    purpose: Literal["embedding", "batch"] = "embedding",
 ) -> Embedded:
+    """``purpose``: a request's own (billed as a turn), or a batch line's."""
     user_id = resolve_user_id(claims, config, key)
     log.user, log.model, log.agent, log.provider = user_id, ask.model, "", embedder.provider
     if key is not None:
@@ -81,7 +83,7 @@ async def embed_for_user(
         price_of(config, embedder.provider, embedder.model),
     )
     caps = operator_caps(config.budgets, user_id)
-    caller = Caller(user_id, key, caps, "embedding", span, now)
+    caller = Caller(user_id, key, caps, purpose, span, now)
     reservation = await in_database(admit, caller, estimate, now, request=True)
     held = (reservation,) if reservation is not None else ()
 

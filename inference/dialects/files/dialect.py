@@ -5,4 +5,6 @@ from inference.dialects.files.routes import api
 from inference.serving.dialect import Dialect
 from inference.serving.errors import openai_error
 
-DIALECT = Dialect("files", ("/v1/files",), api, openai_error, uploads=True)
+DIALECT = Dialect(
+    "files", ("/v1/files",), api, openai_error, uploads=True, background=("/v1/files",)
+)

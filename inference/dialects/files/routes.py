@@ -10,7 +10,6 @@ from django.http import HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
 
-from agents.schema import Config
 from core.bodylimit import MIB
 from inference.database import in_database
 from inference.dialects.files.wire import PURPOSES, deleted, file_list, file_object
@@ -18,12 +17,10 @@ from inference.files import records, storage
 from inference.files.media import media_type_of
 from inference.models import StoredFile
 from inference.neutral.errors import ApiError, invalid_request
-from inference.neutral.request import Claims
 from inference.serving.context import InferenceRequest
+from inference.serving.owner import owner
 from inference.serving.routes import dialect_api
 from inference.serving.serve import json_response
-from inference.turn.identity import resolve_user_id
-from inference.turn.preparation import live_config
 
 api = dialect_api("files", lambda path: "file and purpose")
 MAX_LIST = 10_000
@@ -32,7 +29,7 @@ MAX_LIST = 10_000
 @api.post("/v1/files")
 async def upload(request: InferenceRequest) -> HttpResponse:
     started = timezone.now()
-    config, user = _owner(request)
+    config, user = owner(request)
     try:
         form, uploads = await asyncio.to_thread(lambda: (request.POST, request.FILES))
     except MultiPartParserError as error:
@@ -84,7 +81,7 @@ async def list_files(
     order: Literal["asc", "desc"] = "desc",
     purpose: str | None = None,
 ) -> HttpResponse:
-    _, user = _owner(request)
+    _, user = owner(request)
     if not 1 <= limit <= MAX_LIST:
         raise invalid_request(
             f"limit must be between 1 and {MAX_LIST}", param="limit", code="invalid_value"
@@ -95,13 +92,13 @@ async def list_files(
 
 @api.get("/v1/files/{file_id}")
 async def retrieve_file(request: InferenceRequest, file_id: str) -> HttpResponse:
-    _, user = _owner(request)
+    _, user = owner(request)
     return json_response(file_object(await _file(user, file_id)))
 
 
 @api.get("/v1/files/{file_id}/content")
 async def file_content(request: InferenceRequest, file_id: str) -> HttpResponse:
-    config, user = _owner(request)
+    config, user = owner(request)
     row = await _file(user, file_id)
     data = await asyncio.to_thread(storage.read, storage.folder_of(config), row.id)
     return HttpResponse(data, content_type=row.media_type)
@@ -109,20 +106,11 @@ async def file_content(request: InferenceRequest, file_id: str) -> HttpResponse:
 
 @api.delete("/v1/files/{file_id}")
 async def delete_file(request: InferenceRequest, file_id: str) -> HttpResponse:
-    config, user = _owner(request)
+    config, user = owner(request)
     if not await in_database(records.delete_file, user, file_id):
         raise _not_found(file_id)
     await asyncio.to_thread(storage.remove, storage.folder_of(config), [file_id])
     return json_response(deleted(file_id))
-
-
-def _owner(request: InferenceRequest) -> tuple[Config, str]:
-    """The live config, and the user the request is for (as for any request: a key, the
-    bound principal, ``X-User-Id``, ``default_user_id``)."""
-    holder = request.runtime.holder
-    config = live_config(holder.config, holder.problems)
-    claims = Claims(header_user=request.headers.get("X-User-Id"), bound_user=request.bound_user)
-    return config, resolve_user_id(claims, config, request.api_key)
 
 
 async def _file(user: str, file_id: str) -> StoredFile:

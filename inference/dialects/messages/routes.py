@@ -18,6 +18,8 @@ from inference.turn.preparation import checked_tools, live_config
 def _required(path: str) -> str:
     if path.endswith("/count_tokens"):
         return "model and messages"
+    if path.startswith("/v1/messages/batches"):
+        return "requests"
     return "model, messages and max_tokens"
 
 

@@ -1,0 +1,1 @@
+"""The admin's page of batches (docs/batches.md)."""

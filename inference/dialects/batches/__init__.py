@@ -1,0 +1,1 @@
+"""OpenAI's Batch API: ``/v1/batches`` (docs/batches.md)."""
