@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inference', '0017_used_once'),
+        ('inference', '0018_request_cache'),
     ]
 
     operations = [
