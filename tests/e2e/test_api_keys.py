@@ -17,6 +17,7 @@ import httpx
 import openai
 import pytest
 from google import genai
+from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 from playwright.sync_api import Page, expect
 
@@ -314,6 +315,114 @@ def test_requests_per_minute_are_limited_with_retry_after(server: GatewayServer)
     assert refused.value.code == "rate_limit_exceeded"
     wait = int(refused.value.response.headers["retry-after"])
     assert 1 <= wait <= 60
+    assert "x-should-retry" not in refused.value.response.headers  # it frees within a minute
+
+
+# One generation request of each dialect, for the agent ``assistant`` (or ``model``).
+GENERATIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    "chat": ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}]}),
+    "responses": ("/v1/responses", {"input": "x"}),
+    "messages": (
+        "/v1/messages",
+        {"max_tokens": 16, "messages": [{"role": "user", "content": "x"}]},
+    ),
+    "gemini": (
+        "/v1beta/models/{model}:generateContent",
+        {"contents": [{"parts": [{"text": "x"}]}]},
+    ),
+    "gemini-stream": (
+        "/v1beta/models/{model}:streamGenerateContent?alt=sse",
+        {"contents": [{"parts": [{"text": "x"}]}]},
+    ),
+}
+
+
+def generate(
+    server: GatewayServer, dialect: str, key: str, model: str = "assistant"
+) -> httpx.Response:
+    """One generation request of ``dialect`` with ``key``, each in its own header."""
+    path, body = GENERATIONS[dialect]
+    if dialect.startswith("gemini"):
+        path, headers = path.format(model=model), {"x-goog-api-key": key}
+    else:
+        body, headers = {**body, "model": model}, {"Authorization": f"Bearer {key}"}
+    if dialect == "messages":
+        headers = {"x-api-key": key, "anthropic-version": "2023-06-01"}
+    return httpx.post(f"{server.url}{path}", json=body, headers=headers, timeout=30)
+
+
+def retry_delay(refused: httpx.Response) -> str:
+    """The delay of the Google ``RetryInfo`` detail of a Gemini error."""
+    (detail,) = refused.json()["error"]["details"]
+    assert detail["@type"] == "type.googleapis.com/google.rpc.RetryInfo"
+    delay: str = detail["retryDelay"]
+    return delay
+
+
+def test_a_spent_total_budget_is_final_on_every_dialect(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    """Nothing frees a ``total`` budget: no ``Retry-After``; Gemini's ``RetryInfo`` asks
+    for a day, longer than Gemini CLI waits, so it stops at once."""
+    key = mint(server, budget_usd=0)["key"]
+
+    for dialect in GENERATIONS:
+        refused = generate(server, dialect, key)
+        assert refused.status_code == 429, (dialect, refused.text)
+        assert refused.headers["x-should-retry"] == "false", dialect
+        assert "retry-after" not in refused.headers, dialect
+        assert "budget is spent" in refused.text, dialect
+    assert retry_delay(generate(server, "gemini", key)) == "86400s"
+    assert fakes["openai"].requests == []
+
+
+def test_a_spent_rolling_budget_is_final_and_says_when_it_frees(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    key = mint(server, budget_usd=0.01, budget_window="day")["key"]
+    say(sdk(server, key))  # $0.018: over the budget until it leaves the day
+
+    for dialect in GENERATIONS:
+        refused = generate(server, dialect, key)
+        assert refused.status_code == 429, (dialect, refused.text)
+        assert refused.headers["x-should-retry"] == "false", dialect
+        wait = int(refused.headers["retry-after"])
+        assert 86400 - 120 <= wait <= 86400, dialect
+        if dialect == "gemini":
+            assert retry_delay(refused) == f"{wait}s"
+    assert len(fakes["openai"].requests) == 1
+
+
+def test_a_key_limited_to_agents_is_refused_another_in_every_dialects_shape(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    """403, as on chat, wherever the key asks another agent for a reply; only lookups
+    and token counts answer as for an unknown model (404)."""
+    key = mint(server, agents=["assistant"])["key"]
+    # Where each dialect's error says why, and what it says.
+    expected = {
+        "chat": (("error", "code"), "model_not_allowed"),
+        "responses": (("error", "code"), "model_not_allowed"),
+        "messages": (("error", "type"), "permission_error"),
+        "gemini": (("error", "status"), "PERMISSION_DENIED"),
+    }
+
+    for dialect, ((outer, inner), reason) in expected.items():
+        refused = generate(server, dialect, key, model="other")
+        assert refused.status_code == 403, (dialect, refused.text)
+        assert refused.json()[outer][inner] == reason
+        assert refused.headers["x-should-retry"] == "false"
+    streamed = generate(server, "gemini-stream", key, model="other")
+    assert streamed.status_code == 403, streamed.text
+    options = genai_types.HttpOptions(base_url=server.url, api_version="v1beta")
+    gemini = genai.Client(api_key=key, http_options=options)
+    with pytest.raises(genai_errors.ClientError) as refused_by_sdk:
+        gemini.models.generate_content(model="other", contents="Hi")
+    assert refused_by_sdk.value.code == 403
+    with pytest.raises(genai_errors.ClientError) as counted:
+        gemini.models.count_tokens(model="other", contents="Hi")
+    assert counted.value.code == 404
+    assert fakes["openai"].requests == []
 
 
 BUDGET = 0.1
@@ -499,6 +608,7 @@ def test_the_operators_budgets_refuse_a_user_over_them(
 
     assert (refused.value.code, refused.value.body["param"]) == (code, param)
     assert int(refused.value.response.headers["retry-after"]) >= 1
+    assert refused.value.response.headers["x-should-retry"] == "false"
     assert len(fakes["openai"].requests) == 2
     assert server.metric("gateway_quota_refusals_total", reason=code) >= 1
 
