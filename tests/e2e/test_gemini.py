@@ -626,6 +626,11 @@ def test_a_spent_budget_is_resource_exhausted_with_retry_after(
 
     assert first.status_code == 200, first.text
     assert second.status_code == 429, second.text
-    assert second.json()["error"]["status"] == "RESOURCE_EXHAUSTED"
-    assert int(second.headers["Retry-After"]) > 0
+    error = second.json()["error"]
+    assert error["status"] == "RESOURCE_EXHAUSTED"
+    wait = int(second.headers["Retry-After"])
+    assert wait > 0
+    retry_info = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{wait}s"}
+    assert error["details"] == [retry_info]
+    assert second.headers["x-should-retry"] == "false"
     assert len(fakes["openai"].requests) == 1
