@@ -154,6 +154,23 @@ def test_the_anthropic_sdk_sends_its_key_as_x_api_key(
     assert stored_history(server, created["user"]) == ["Hello over Messages.", "x"]
 
 
+def test_a_key_that_is_not_the_gateways_is_refused_naming_where_it_was_read(
+    server: GatewayServer,
+) -> None:
+    """An Anthropic key left in ``ANTHROPIC_API_KEY`` reaches the gateway as ``x-api-key``
+    (Claude Code sends it there)."""
+    refused = generate(server, "messages", "sk-ant-api03-own")
+    assert refused.status_code == 401, refused.text
+    message = refused.json()["error"]["message"]
+    assert "the x-api-key header" in message and "not a gateway key (sk-gw-…)" in message
+
+    options = genai_types.HttpOptions(base_url=server.url, api_version="v1beta")
+    gemini = genai.Client(api_key="AIza-own-google-key", http_options=options)
+    with pytest.raises(genai_errors.ClientError) as by_google_key:
+        gemini.models.generate_content(model="assistant", contents="Hi")
+    assert "the x-goog-api-key header" in str(by_google_key.value.message)
+
+
 def test_a_revoked_key_is_refused_within_a_second(
     server: GatewayServer, fakes: dict[str, FakeUpstream]
 ) -> None:
