@@ -58,6 +58,25 @@ def test_check_config_accepts_a_valid_file(tmp_path: Path) -> None:
     assert result.stdout == f"{config}: OK (1 agent, 0 experiments, 0 judges; providers: openai)\n"
 
 
+def test_check_config_warns_of_a_misspelt_key_with_its_path_and_the_closest_key(
+    tmp_path: Path,
+) -> None:
+    """The file loads (exit 0; the key is kept and ignored), and the typo is named."""
+    config = tmp_path / "typo.yaml"
+    config.write_text(
+        "providers: {openai: {api_key: x}}\n"
+        "agents: [{name: a, provider: openai, model: m, histroy: false}]\n"
+        "original_service_section: {kept: true}\n"
+    )
+    result = manage("check_config", str(config))
+    assert result.returncode == 0
+    assert result.stderr.splitlines() == [
+        "warning: agents[0].histroy: not a key the gateway knows, ignored "
+        "(did you mean `history`?)"
+    ]
+    assert result.stdout.startswith(f"{config}: OK (1 agent")
+
+
 def test_hash_password_prints_a_django_hash_of_the_password() -> None:
     result = manage("hash_password", "--stdin", stdin="s3cret\n")
     assert result.returncode == 0
