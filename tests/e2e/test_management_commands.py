@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 from django.contrib.auth.hashers import check_password
 
-from tests.server import PROJECT_DIR, GatewayServer
+from tests.server import PROJECT_DIR, GatewayServer, free_port
 
 
 def manage(
@@ -71,8 +71,7 @@ def test_check_config_warns_of_a_misspelt_key_with_its_path_and_the_closest_key(
     result = manage("check_config", str(config))
     assert result.returncode == 0
     assert result.stderr.splitlines() == [
-        "warning: agents[0].histroy: not a key the gateway knows, ignored "
-        "(did you mean `history`?)"
+        "warning: agents[0].histroy: not a key the gateway knows, ignored (did you mean `history`?)"
     ]
     assert result.stdout.startswith(f"{config}: OK (1 agent")
 
@@ -102,6 +101,36 @@ def test_serve_refuses_a_busy_port_before_announcing_anything(tmp_path: Path) ->
     assert result.returncode == 1
     assert "Serving on" not in result.stdout
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
+
+
+def test_serve_warns_when_it_listens_beyond_loopback_with_an_open_api(
+    tmp_path: Path, gateway: GatewayServer
+) -> None:
+    """Anyone on the network could spend the operator's provider key; the session's
+    gateway, on 127.0.0.1 with the same open /v1, is not warned."""
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "providers: {openai: {api_key: x}}\nagents: [{name: a, provider: openai, model: m}]\n"
+    )
+    environment = os.environ | {
+        "GATEWAY_CONFIG": str(config),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    }
+    command = [sys.executable, str(PROJECT_DIR / "manage.py"), "serve", "--host", "0.0.0.0"]
+    command += ["--port", str(free_port())]
+    server = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment
+    )
+    try:
+        assert server.stdout is not None and server.stderr is not None
+        assert server.stdout.readline().startswith("Serving on http://0.0.0.0:")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    warning = server.stderr.read()
+    assert "warning: /v1 takes no credentials and the gateway listens on 0.0.0.0" in warning
+    assert "auth: {proxy: {api_keys: true}}" in warning and "--host 127.0.0.1" in warning
+    assert "/v1 takes no credentials" not in gateway.log()
 
 
 def test_serve_names_the_unset_variable_and_starts_nothing(tmp_path: Path) -> None:
