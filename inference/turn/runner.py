@@ -127,7 +127,11 @@ class TurnRunner:
                 yield event
             answer = loop.answer
             assert answer is not None
-            yield Finish(answer.finish_reason, by_stop_sequence=answer.by_stop_sequence)
+            yield Finish(
+                answer.finish_reason,
+                response_model=answer.response_model,
+                by_stop_sequence=answer.by_stop_sequence,
+            )
             yield UsageReport(self._shown(answer, conversation).usage)
             outcome = "done"
         except ProviderError as error:

@@ -104,6 +104,22 @@ def test_content_is_generated_by_an_agent_of_every_kind_and_remembered(
     assert again.turns[:2] == [("user", "I am Ada."), ("assistant", "Hello, Ada.")]
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_model_version_is_the_upstream_model_streamed_or_not(
+    kind: str, server: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    """Cohere's reply names no model: the model the gateway asked for is the version."""
+    fakes[kind].script(Reply.of_text("One."), Reply.of_text("Two."))
+    client = gemini(server, user_id)
+
+    whole = client.models.generate_content(model=f"{kind}-agent", contents="Hi")
+    streamed = list(client.models.generate_content_stream(model=f"{kind}-agent", contents="Hi"))
+
+    upstream_model = received(kind, fakes[kind].requests[0]).model
+    assert whole.model_version == upstream_model
+    assert streamed[-1].model_version == upstream_model
+
+
 @pytest.mark.parametrize("kind", ["openai", "anthropic", "gemini", "cohere"])
 def test_a_stream_comes_as_server_sent_events(
     kind: str, server: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
