@@ -1,11 +1,13 @@
 """The operator commands, run as a person would: ``manage.py`` in a subprocess."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import openai
 import psutil
 from django.contrib.auth.hashers import check_password
 
@@ -131,6 +133,43 @@ def test_serve_warns_when_it_listens_beyond_loopback_with_an_open_api(
     assert "warning: /v1 takes no credentials and the gateway listens on 0.0.0.0" in warning
     assert "auth: {proxy: {api_keys: true}}" in warning and "--host 127.0.0.1" in warning
     assert "/v1 takes no credentials" not in gateway.log()
+
+
+def test_the_demo_starts_its_fake_upstream_on_the_port_it_is_given(tmp_path: Path) -> None:
+    """``scripts/demo --upstream-port``: the gateway's demo agent answers through a fake on
+    that port (it was fixed on 9100). Run from a checkout of links, so that its ``.demo/``
+    is the test's."""
+    for entry in PROJECT_DIR.iterdir():
+        if entry.name not in (".demo", ".git", "test-artifacts"):
+            (tmp_path / entry.name).symlink_to(entry)
+    upstream, port = free_port(), free_port()
+    command = [str(tmp_path / "scripts" / "demo"), "--upstream-port", str(upstream)]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
+    environment = os.environ | {"DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}"}
+    demo = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=environment,
+        start_new_session=True,  # its fake, its gateway and itself: one group to stop
+    )
+    try:
+        assert demo.stdout is not None
+        lines = [demo.stdout.readline()]
+        while lines[-1] and not lines[-1].startswith("Serving on"):
+            lines.append(demo.stdout.readline())
+        assert lines[-1].startswith(f"Serving on http://127.0.0.1:{port}")
+        assert f"fake OpenAI upstream on http://127.0.0.1:{upstream}/v1\n" in lines
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x")
+        answer = client.chat.completions.create(
+            model="assistant", messages=[{"role": "user", "content": "Hello"}]
+        )
+        assert answer.choices[0].message.content
+        assert "DEMO_UPSTREAM_PORT" in (tmp_path / ".demo" / "gateway.yaml").read_text()
+    finally:
+        os.killpg(demo.pid, signal.SIGTERM)
+        demo.wait(timeout=30)
 
 
 def test_serve_names_the_unset_variable_and_starts_nothing(tmp_path: Path) -> None:
