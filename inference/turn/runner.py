@@ -193,6 +193,7 @@ class TurnRunner:
         recorder, usage = conversation.recorder, conversation.meter.billed()
         log = self.log
         log.attempts = [attempt.as_log() for attempt in recorder.attempts]
+        log.retries = recorder.retries
         if recorder.answerer is not None:
             log.provider, log.upstream = recorder.answerer.provider, recorder.answerer.label
         conversation.caller.span.set(usage_attributes(usage))

@@ -703,3 +703,92 @@ def test_the_gemini_api_takes_a_key_as_x_goog_api_key_or_key_parameter(
     assert refused.status_code == 401
     assert refused.json()["error"]["status"] == "UNAUTHENTICATED"
     assert refused.headers["x-should-retry"] == "false"
+
+
+def test_a_tool_round_is_no_extra_attempt_and_a_refused_request_keeps_its_model(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    """The request's record counts attempts as ``X-Gateway-Attempts`` does: a tool round
+    is a call of its own; a request the key's budget refused names the model asked."""
+    fakes["openai"].script(
+        Reply.of_tool_calls(("loop1", {"message": "Ask below."})),
+        Reply.of_text("From below."),
+        Reply.of_text("Done."),
+    )
+    user = mint(server)
+    answered = generate(server, "chat", user["key"], model="loop0")
+    assert answered.status_code == 200, answered.text
+    assert len(fakes["openai"].requests) == 3
+    spent = mint(server, budget_usd=0)
+    refused = generate(server, "chat", spent["key"])
+    assert refused.status_code == 429
+
+    def record(response: httpx.Response) -> dict[str, Any]:
+        url = f"{server.url}/admin/requests/{response.headers['X-Request-Id']}"
+
+        def kept() -> dict[str, Any] | None:
+            found = httpx.get(url, headers=JSON, timeout=10)
+            return found.json() if found.status_code == 200 else None
+
+        found: dict[str, Any] = wait_for(kept, "the request's record")
+        return found
+
+    assert record(answered)["attempts"] == int(answered.headers["X-Gateway-Attempts"]) == 1
+    kept = record(refused)
+    assert (kept["model"], kept["status"], kept["attempts"]) == ("assistant", 429, 0)
+
+
+def outside(element: Any, container: Any) -> bool:
+    """Whether ``element``'s box reaches past ``container``'s (left or right)."""
+    inner, outer = element.bounding_box(), container.bounding_box()
+    assert inner is not None and outer is not None
+    return bool(
+        inner["x"] < outer["x"] - 0.5
+        or inner["x"] + inner["width"] > outer["x"] + outer["width"] + 0.5
+    )
+
+
+def test_the_admin_at_1400_px_groups_its_pages_and_clips_nothing(
+    page: Page, server: GatewayServer
+) -> None:
+    """The display items real users found: the navigation in five named groups, spend
+    axis labels whole, the requests filter inside its card, a refused request's model
+    shown where its agent would be, live and in the list."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    say(sdk(server, mint(server, name="charted")["key"]))  # $0.018: axis labels of 6 characters
+    page.goto(f"{server.url}/admin/live")
+    expect(page.locator("#live-status")).to_contain_text("Connected")
+    spent = mint(server, budget_usd=0)
+    assert generate(server, "messages", spent["key"]).status_code == 429
+
+    live_row = page.locator("#live-rows tr", has_text=spent["user"])
+    expect(live_row.locator("td").nth(1)).to_have_text("assistant")
+    navigation = page.get_by_role("navigation", name="Admin pages")
+    groups = {
+        "Config": ["Agents", "Providers", "Config file", "Revisions"],
+        "Traffic": ["Live", "Requests", "Conversations"],
+        "Money": ["Usage", "Spend", "Reconciliation"],
+        "Automation": ["Triggers", "Smoke tests", "Evaluations"],
+        "Access": ["API keys", "MCP connections"],
+    }
+    for group, pages in groups.items():
+        for name in pages:
+            expect(
+                navigation.get_by_role("group", name=group).get_by_role("link", name=name)
+            ).to_be_visible()
+    shot(page, "navigation-groups")
+
+    navigation.get_by_role("link", name="Spend").click()
+    ticks = page.locator("svg[role=img] text.tick")
+    expect(ticks.first).to_be_visible()
+    svg = page.locator("svg[role=img]").first
+    assert not any(outside(ticks.nth(index), svg) for index in range(ticks.count()))
+    shot(page, "spend-axis")
+
+    page.goto(f"{server.url}/admin/requests?user={spent['user']}")
+    fields = page.locator("form.search > *")
+    main = page.locator("main")
+    assert not any(outside(fields.nth(index), main) for index in range(fields.count()))
+    row = page.get_by_role("row").filter(has_text=spent["user"])
+    expect(row.locator("td").nth(3)).to_have_text("assistant")
+    shot(page, "requests-filter")
