@@ -13,7 +13,7 @@ from pathlib import Path
 
 from agents.loader import ConfigError, load_config_text
 from agents.schema import Config
-from agents.unknown_keys import unknown_keys
+from agents.validation import unknown_keys
 from core.logformat import log_event
 
 logger = logging.getLogger("gateway.config")

@@ -19,7 +19,7 @@ from adminui.rendering.negotiation import JSON, is_form, json_response, render, 
 from adminui.schemas import errors
 from agents import store
 from agents.schema import Config
-from agents.unknown_keys import unknown_keys
+from agents.validation import unknown_keys
 
 YAML = "application/yaml"
 router = Router(tags=["config"])

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents.loader import ConfigError, load_config_text
-from agents.unknown_keys import unknown_keys
+from agents.validation import unknown_keys
 
 
 class Command(BaseCommand):
