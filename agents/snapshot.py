@@ -13,6 +13,7 @@ from pathlib import Path
 
 from agents.loader import ConfigError, load_config_text
 from agents.schema import Config
+from agents.validation import unknown_keys
 from core.logformat import log_event
 
 logger = logging.getLogger("gateway.config")
@@ -88,6 +89,10 @@ class ConfigHolder:
         if self.on_change is not None:
             self.on_change(self.snapshot)
         log_event(logger, "config_loaded", path=str(self.path), agents=len(config.agents))
+        if unknown := unknown_keys(config):
+            log_event(
+                logger, "config_unknown_keys", logging.WARNING, path=str(self.path), keys=unknown
+            )
 
     def _reject(self, problems: list[str]) -> bool:
         if problems != self.problems:

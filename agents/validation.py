@@ -1,16 +1,20 @@
-"""Cross-validation of a parsed config: the rules that span fields and sections.
+"""Cross-validation of a parsed config: the rules that span fields and sections, and
+the warnings of a config that loads (``unknown_keys``).
 
 Every message starts with the path of the offending value (``agents[2].provider: …``)
 so the admin, ``check_config`` and the reload log all say the same thing.
 """
 
+import difflib
 import math
 import re
 from collections.abc import Iterator, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from croniter import croniter
 from django.template import Engine, TemplateSyntaxError
+from pydantic import BaseModel
 
 from agents.schema import (
     AgentConfig,
@@ -562,3 +566,33 @@ def _check_smoke_tests(config: Config) -> Iterator[str]:
             yield f"{path}.min_score: needs at least one judge (their scores decide)"
         if not test.opening.strip():
             yield f"{path}.opening: must not be blank"
+
+
+def unknown_keys(config: Config) -> list[str]:
+    """Keys the schema does not know inside the sections it does (an agent's
+    ``histroy``): the config still loads (unknown keys are kept and ignored), but each is
+    named with its path and the closest known key, so a typo is not silently a default:
+    ``agents[0].histroy: not a key the gateway knows, ignored (did you mean `history`?)``.
+    Unknown top-level sections are left alone: they are accepted on purpose (another
+    service's sections in a shared file)."""
+    found: list[str] = []
+    for name in type(config).model_fields:
+        _walk(getattr(config, name), name, found)
+    return found
+
+
+def _walk(value: Any, path: str, found: list[str]) -> None:
+    if isinstance(value, BaseModel):
+        known = list(type(value).model_fields)
+        for key in value.model_extra or {}:
+            closest = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean `{closest[0]}`?)" if closest else ""
+            found.append(f"{path}.{key}: not a key the gateway knows, ignored{hint}")
+        for name in known:
+            _walk(getattr(value, name), f"{path}.{name}", found)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _walk(item, f"{path}[{index}]", found)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _walk(item, f"{path}.{key}", found)

@@ -39,6 +39,9 @@ class RequestLog:
     overhead_ms: float = 0.0  # latency_ms less the time spent waiting on providers
     # Every upstream attempt of the turn: provider, model, status, ms.
     attempts: list[dict[str, object]] = field(default_factory=list)
+    # Of those, the ones another attempt of the same call followed (a retry, a fallback):
+    # a tool round is a call of its own, not a retry.
+    retries: int = 0
 
     def emit(self) -> None:
         """Write the request's log line (formatted at once), without the matched question."""

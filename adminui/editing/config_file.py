@@ -19,6 +19,7 @@ from adminui.rendering.negotiation import JSON, is_form, json_response, render, 
 from adminui.schemas import errors
 from agents import store
 from agents.schema import Config
+from agents.validation import unknown_keys
 
 YAML = "application/yaml"
 router = Router(tags=["config"])
@@ -94,7 +95,10 @@ def replace_config(
 def _editor(
     request: AdminRequest, form: ConfigForm, etag: str | None, status: int = 200
 ) -> TemplateResponse:
-    return render(request, "adminui/config.html", {"form": form, "etag": etag}, status=status)
+    live = request.runtime.holder.config
+    unknown = unknown_keys(live) if live is not None else []
+    context = {"form": form, "etag": etag, "unknown_keys": unknown}
+    return render(request, "adminui/config.html", context, status=status)
 
 
 def _representation(request: AdminRequest) -> str:

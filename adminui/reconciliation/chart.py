@@ -5,7 +5,17 @@ beside what the gateway computed (USD), drawn like the spend chart (SVG from
 from collections import defaultdict
 from datetime import date
 
-from adminui.records.charts import BOTTOM, HEIGHT, LEFT, PALETTE, RIGHT, TOP, WIDTH, Bar, BarChart
+from adminui.records.charts import (
+    BOTTOM,
+    HEIGHT,
+    PALETTE,
+    RIGHT,
+    TOP,
+    WIDTH,
+    Bar,
+    BarChart,
+    left_margin,
+)
 from inference.reconciliation.records import DriftRow
 
 SERIES = (("billed", PALETTE[0]), ("computed", PALETTE[1]))
@@ -30,24 +40,25 @@ def paired_bars(title: str, days: dict[date, dict[str, float]]) -> BarChart:
     """Two bars a day, side by side: billed, then computed."""
     ordered = sorted(days)
     top = max((max(values.values()) for values in days.values()), default=0.0) or 1.0
-    slot = (WIDTH - LEFT - RIGHT) / max(1, len(ordered))
-    width = slot * 0.35
     scale = (HEIGHT - TOP - BOTTOM) / top
-    bars = []
-    for index, day in enumerate(ordered):
-        for position, (series, color) in enumerate(SERIES):
-            value = days[day][series]
-            x = LEFT + index * slot + slot * 0.15 + position * width
-            tip = f"{series} · {day:%d %b}: ${value:.4f}"
-            bars.append(Bar(x, HEIGHT - BOTTOM - value * scale, value * scale, color, tip))
-    step = max(1, len(ordered) // 6)
-    x_ticks = tuple(
-        (LEFT + index * slot + slot / 2, f"{day:%d %b}")
-        for index, day in enumerate(ordered)
-        if index % step == 0
-    )
     y_ticks = tuple(
         (HEIGHT - BOTTOM - fraction * top * scale, f"${fraction * top:.2g}")
         for fraction in (0, 0.5, 1)
     )
-    return BarChart(title, tuple(bars), SERIES, x_ticks, y_ticks, width)
+    left = left_margin(label for _, label in y_ticks)
+    slot = (WIDTH - left - RIGHT) / max(1, len(ordered))
+    width = slot * 0.35
+    bars = []
+    for index, day in enumerate(ordered):
+        for position, (series, color) in enumerate(SERIES):
+            value = days[day][series]
+            x = left + index * slot + slot * 0.15 + position * width
+            tip = f"{series} · {day:%d %b}: ${value:.4f}"
+            bars.append(Bar(x, HEIGHT - BOTTOM - value * scale, value * scale, color, tip))
+    step = max(1, len(ordered) // 6)
+    x_ticks = tuple(
+        (left + index * slot + slot / 2, f"{day:%d %b}")
+        for index, day in enumerate(ordered)
+        if index % step == 0
+    )
+    return BarChart(title, tuple(bars), SERIES, x_ticks, y_ticks, width, left=left)

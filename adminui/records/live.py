@@ -118,6 +118,7 @@ def publish(log: RequestLog) -> None:
         "finished": datetime.now(UTC).strftime("%H:%M:%S"),
         "request_id": log.request_id,
         "agent": log.agent,
+        "model": log.model,  # what a request refused before an agent was chosen asked for
         "user": log.user,
         "status": log.status,
         "stream": log.stream,

@@ -13,36 +13,60 @@ from django.urls import reverse
 from adminui.context import AdminRequest, admin_scope
 from agents.resources import RESOURCES
 
-# Pages of the navigation bar after the collections, by URL name.
-_RECORD_PAGES = (
-    ("Skills", "admin:skills"),
-    ("Config file", "admin:config"),
-    ("Revisions", "admin:revisions"),
-    ("Scores", "admin:scores"),
-    ("Evaluations", "admin:evaluations"),
-    ("Conversations", "admin:conversations"),
-    ("Requests", "admin:requests"),
-    ("Memories", "admin:memories"),
-    ("Triggers", "admin:triggers"),
-    ("Smoke tests", "admin:smoke_tests"),
-    ("Batches", "admin:batches"),
-    ("Usage", "admin:usage"),
-    ("Spend", "admin:spend"),
-    ("Reconciliation", "admin:reconciliation"),
-    ("API keys", "admin:keys"),
-    ("MCP connections", "admin:mcp_connections"),
-    ("Live", "admin:live"),
+# The navigation's groups after the overview: (label, pages as (label, URL name)); the
+# config group starts with the config file's collections.
+_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    (
+        "Config",
+        (
+            ("Skills", "admin:skills"),
+            ("Config file", "admin:config"),
+            ("Revisions", "admin:revisions"),
+        ),
+    ),
+    (
+        "Traffic",
+        (
+            ("Live", "admin:live"),
+            ("Requests", "admin:requests"),
+            ("Conversations", "admin:conversations"),
+            ("Memories", "admin:memories"),
+            ("Scores", "admin:scores"),
+        ),
+    ),
+    (
+        "Money",
+        (
+            ("Usage", "admin:usage"),
+            ("Spend", "admin:spend"),
+            ("Reconciliation", "admin:reconciliation"),
+        ),
+    ),
+    (
+        "Automation",
+        (
+            ("Triggers", "admin:triggers"),
+            ("Smoke tests", "admin:smoke_tests"),
+            ("Evaluations", "admin:evaluations"),
+            ("Batches", "admin:batches"),
+        ),
+    ),
+    ("Access", (("API keys", "admin:keys"), ("MCP connections", "admin:mcp_connections"))),
 )
 
 
-def navigation() -> list[tuple[str, str]]:
-    """(label, URL) of every page in the navigation bar, in order."""
-    pages = [
-        ("Overview", "admin:overview"),
-        *((resource.title, f"admin:{section}") for section, resource in RESOURCES.items()),
-        *_RECORD_PAGES,
+def navigation() -> list[tuple[str, list[tuple[str, str]]]]:
+    """The navigation bar: (group label, its pages as (label, URL)), the overview alone
+    first (an empty label)."""
+    collections = tuple(
+        (resource.title, f"admin:{section}") for section, resource in RESOURCES.items()
+    )
+    groups: list[tuple[str, tuple[tuple[str, str], ...]]] = [
+        ("", (("Overview", "admin:overview"),))
     ]
-    return [(label, reverse(name)) for label, name in pages]
+    for label, pages in _GROUPS:
+        groups.append((label, collections + pages if label == "Config" else pages))
+    return [(label, [(page, reverse(name)) for page, name in pages]) for label, pages in groups]
 
 
 def page_context(request: HttpRequest) -> dict[str, Any]:
@@ -50,10 +74,14 @@ def page_context(request: HttpRequest) -> dict[str, Any]:
         return {}  # rendered outside the request context middleware (Django's own pages)
     request = cast(AdminRequest, request)
     holder = request.runtime.holder
-    pages = navigation()
-    current = _current(request.path.rstrip("/") or "/", [url for _, url in pages])
+    groups = navigation()
+    urls = [url for _, pages in groups for _, url in pages]
+    current = _current(request.path.rstrip("/") or "/", urls)
     return {
-        "navigation": [(label, url, url == current) for label, url in pages],
+        "navigation": [
+            (group, [(label, url, url == current) for label, url in pages])
+            for group, pages in groups
+        ],
         "config_problems": holder.problems,
         # htmx sends it with every request (PUT and DELETE bodies carry no form token).
         "csrf_headers": json.dumps({"X-CSRFToken": get_token(request)}),

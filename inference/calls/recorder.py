@@ -23,6 +23,7 @@ class CallRecorder:
 
     def __init__(self) -> None:
         self.attempts: list[Attempt] = []  # every upstream attempt of the turn
+        self.retries = 0  # attempts another attempt of the same call followed
         self.answerer: Answerer | None = None
         self.tries = 0
         self.cache: CacheOutcome | None = None
@@ -35,6 +36,7 @@ class CallRecorder:
 
     def noted(self, result: CallResult, answering: bool) -> None:
         self.attempts += result.attempts
+        self.retries += max(0, len(result.attempts) - 1)
         cache = result.cache
         if answering:
             self.answerer, self.tries, self.cache = (
@@ -50,6 +52,7 @@ class CallRecorder:
 
     def failed(self, error: ProviderError, answering: bool) -> None:
         self.attempts += error.attempts
+        self.retries += max(0, len(error.attempts) - 1)
         if answering:
             self.answerer, self.tries = None, len(error.attempts)
 

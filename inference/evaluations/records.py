@@ -52,7 +52,7 @@ class CaseRow:
     user: str
     recorded_at: datetime
     question: str
-    original: dict[str, Any]  # {reply, cost_micro_usd, scores, judge_errors}
+    original: dict[str, Any]  # {reply, cost_micro_usd, latency_ms, scores, judge_errors}
     candidates: dict[str, Any]  # by agent: {reply, error, cost_micro_usd, latency_ms, ...}
     done: bool
 
@@ -81,7 +81,11 @@ def create(plan: Plan, cases: Sequence[RecordedCase], now: datetime) -> tuple[in
                 user_id=case.user_id,
                 recorded_at=case.recorded_at,
                 question=case.question,
-                original={"reply": case.reply, "cost_micro_usd": case.cost_micro_usd},
+                original={
+                    "reply": case.reply,
+                    "cost_micro_usd": case.cost_micro_usd,
+                    "latency_ms": case.latency_ms,
+                },
             )
             for case in reversed(cases)
         ]
@@ -189,7 +193,11 @@ def summary_of(row: EvaluationRow) -> list[SummaryEntry]:
     outcomes = [
         {
             **{name: _outcome(replied) for name, replied in candidates.items()},
-            ORIGINAL: Outcome(original.get("scores", {}), original.get("cost_micro_usd"), None),
+            ORIGINAL: Outcome(
+                original.get("scores", {}),
+                original.get("cost_micro_usd"),
+                original.get("latency_ms"),
+            ),
         }
         for original, candidates in cases
     ]

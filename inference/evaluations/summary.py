@@ -29,7 +29,7 @@ class Outcome:
 
     scores: Mapping[str, float]  # by "judge.criterion"
     cost_micro_usd: int | None  # its own calls (None: unknown)
-    latency_ms: float | None  # None: not measured (the original's)
+    latency_ms: float | None  # None: not measured (an original whose record expired)
     failed: bool = False  # it gave no reply
 
 

@@ -45,7 +45,9 @@ def request_row(
         output_tokens=log.completion_tokens,
         cost_micro_usd=None if cost is None else round(cost * 1_000_000),
         upstream=log.upstream,
-        attempts=len(log.attempts),
+        # The turn's calls as one: 1, and one more per retry or fallback (as
+        # X-Gateway-Attempts counts a call's); 0 when no upstream was asked.
+        attempts=1 + log.retries if log.attempts else 0,
         cache=_cache(log),
         spans=spans,
     )

@@ -1,5 +1,8 @@
 """A user's caps against their ledger: whether their usage, with what their calls in
 progress reserve, has reached a cap (429 with ``Retry-After``), before each model call.
+A cap its usage alone reached is final (``x-should-retry: false``): only time frees it,
+so the wait is told and retrying sooner is pointless; one that requests in progress
+reach frees as they end.
 
 These functions are synchronous ORM code, run in a worker thread inside the admission's
 transaction (``inference.money.admission``).
@@ -8,7 +11,7 @@ transaction (``inference.money.admission``).
 import math
 from datetime import datetime, timedelta
 
-from django.db.models import Q, Sum
+from django.db.models import Q, QuerySet, Sum
 
 from inference.models import BudgetReservation, LedgerEntry
 from inference.money.caps import TokenCap
@@ -27,7 +30,8 @@ def check_budgets(user_id: str, caps: tuple[TokenCap, ...], now: datetime) -> No
     for cap in caps:
         spent = cap.amount(*used[cap.window])
         reserved_amount = cap.amount(*held)
-        if spent >= cap.cap:
+        final = spent >= cap.cap
+        if final:
             wait = retry_after(user_id, cap, spent, now)
             detail = f"{cap.used(spent)} in the last {cap.window}"
         elif spent + reserved_amount >= cap.cap:
@@ -38,10 +42,10 @@ def check_budgets(user_id: str, caps: tuple[TokenCap, ...], now: datetime) -> No
             )
         else:
             continue
-        raise refusal(cap, f"{detail} (rolling {cap.seconds} s)", wait)
+        raise refusal(cap, f"{detail} (rolling {cap.seconds} s)", wait, final)
 
 
-def refusal(cap: TokenCap, detail: str, wait: int) -> ApiError:
+def refusal(cap: TokenCap, detail: str, wait: int, final: bool) -> ApiError:
     code = "insufficient_quota" if cap.usd else "rate_limit_exceeded"
     return ApiError(
         429,
@@ -51,6 +55,7 @@ def refusal(cap: TokenCap, detail: str, wait: int) -> ApiError:
         error_type=code,
         param=cap.source,
         headers={"Retry-After": str(wait)},
+        final=final,
     )
 
 
@@ -84,19 +89,27 @@ def usage_in_windows(
 def retry_after(user_id: str, cap: TokenCap, used: int, now: datetime) -> int:
     """Whole seconds until enough of the window's usage (tokens or micro-USD) has aged out
     to fall below the cap."""
-    if cap.cap == 0:
-        return cap.seconds
-    start = now - timedelta(seconds=cap.seconds)
+    rows = LedgerEntry.objects.filter(user_id=user_id, kind="turn")
     counted = "cost_micro_usd" if cap.usd else "total_tokens"
+    return window_wait(rows, counted, used, cap.cap, cap.seconds, now)
+
+
+def window_wait(
+    rows: QuerySet[LedgerEntry], counted: str, used: int, cap: int, seconds: int, now: datetime
+) -> int:
+    """Whole seconds until enough of ``rows``' ``counted`` field over the rolling window
+    of ``seconds`` (``used`` in all) has aged out to fall below ``cap``."""
+    if cap == 0:
+        return seconds
     entries = (
-        LedgerEntry.objects.filter(user_id=user_id, kind="turn", created_at__gt=start)
+        rows.filter(created_at__gt=now - timedelta(seconds=seconds))
         .order_by("created_at")
         .values_list("created_at", counted)
     )
     remaining = used
     for created_at, amount in entries.iterator():
         remaining -= int(amount or 0)
-        if remaining < cap.cap:
-            leaves_at: datetime = created_at + timedelta(seconds=cap.seconds)
+        if remaining < cap:
+            leaves_at: datetime = created_at + timedelta(seconds=seconds)
             return max(1, math.ceil((leaves_at - now).total_seconds()))
-    return cap.seconds
+    return seconds

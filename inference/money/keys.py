@@ -18,7 +18,7 @@ import secrets
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from inference.models import ApiKey as ApiKey  # the record, for the admin
 from inference.models import BudgetReservation, LedgerEntry
+from inference.money.budgets import window_wait
 from inference.neutral.errors import ApiError
 
 PREFIX = "sk-gw-"
@@ -230,14 +231,7 @@ def check_key(grant: KeyGrant, tokens: int, now: datetime, *, request: bool) -> 
     if grant.budget_micro_usd is not None:
         spent = (billed["spent"] or 0) + (held["spent"] or 0)
         if spent >= grant.budget_micro_usd:
-            raise ApiError(
-                429,
-                f"The API key's budget is spent: ${spent / 1e6:.6f} of "
-                f"${grant.budget_micro_usd / 1e6:.6f} ({grant.budget_window}), requests in "
-                "progress included",
-                code="insufficient_quota",
-                error_type="insufficient_quota",
-            )
+            raise _spent(grant, billed["spent"] or 0, spent, now)
     checks = (
         (
             "requests",
@@ -255,6 +249,33 @@ def check_key(grant: KeyGrant, tokens: int, now: datetime, *, request: bool) -> 
                 code="rate_limit_exceeded",
                 headers={"Retry-After": str(wait)},
             )
+
+
+def _spent(grant: KeyGrant, billed: int, spent: int, now: datetime) -> ApiError:
+    """The refusal of a key whose budget is reached. Reached by what is billed, it is
+    final: a ``total`` budget never frees, a rolling one once enough spend has left its
+    window (``Retry-After``); reached only with what requests in progress reserve, it
+    frees as they end."""
+    budget = cast(int, grant.budget_micro_usd)
+    seconds = WINDOW_SECONDS[grant.budget_window]
+    final = billed >= budget
+    if not final:
+        wait: int | None = 1
+    elif seconds is None:
+        wait = None
+    else:
+        rows = LedgerEntry.objects.filter(api_key_id=grant.id)
+        wait = window_wait(rows, "cost_micro_usd", billed, budget, seconds, now)
+    retry = "; it does not renew" if wait is None else f"; retry in {wait} s"
+    return ApiError(
+        429,
+        f"The API key's budget is spent: ${spent / 1e6:.6f} of ${budget / 1e6:.6f} "
+        f"({grant.budget_window}), requests in progress included{retry}",
+        code="insufficient_quota",
+        error_type="insufficient_quota",
+        headers={} if wait is None else {"Retry-After": str(wait)},
+        final=final,
+    )
 
 
 def _over(what: str, used: int, limit: int, tokens: int, request: bool) -> bool:

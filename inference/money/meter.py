@@ -164,4 +164,5 @@ def _stopping(refusal: ApiError) -> TurnStopped:
         code=refusal.code or "rate_limit_exceeded",
         retry_after=int(retry) if retry is not None else None,
         error_type=refusal.error_type,
+        final=refusal.final,
     )

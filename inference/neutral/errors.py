@@ -18,8 +18,10 @@ _DEFAULT_TYPES = {
 
 class ApiError(Exception):
     """A failure the client is told of: its status, message, the family (``error_type``)
-    and the specific reason (``code``), the field it concerns (``param``), and the
-    response headers it carries (``Retry-After``, a challenge)."""
+    and the specific reason (``code``), the field it concerns (``param``), the
+    response headers it carries (``Retry-After``, a challenge), and whether it is
+    ``final``: the same request cannot succeed by being sent again on its own (a spent
+    budget, a reply that never matched its format), whatever its status says."""
 
     def __init__(
         self,
@@ -30,6 +32,7 @@ class ApiError(Exception):
         param: str | None = None,
         error_type: str | None = None,
         headers: dict[str, str] | None = None,
+        final: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -38,6 +41,7 @@ class ApiError(Exception):
         self.param = param
         self.error_type = error_type or _DEFAULT_TYPES.get(status, "api_error")
         self.headers = headers or {}
+        self.final = final
 
 
 def invalid_request(message: str, param: str | None = None, code: str | None = None) -> ApiError:

@@ -156,10 +156,22 @@ def function_choice(value: Any, tools: tuple[ToolSpec, ...], param: str) -> Tool
     return chosen_tool("required", name, tools, param)
 
 
+_URL_SAFE = str.maketrans("-_", "+/")
+
+
+def standard_base64(data: str) -> str:
+    """Base64 in the standard alphabet with its padding, from either alphabet, padded or
+    not (the google-genai SDK sends the URL-safe one): what every provider takes."""
+    data = data.translate(_URL_SAFE).rstrip("=")
+    return data + "=" * (-len(data) % 4)
+
+
 def image(url: str, param: str) -> Image:
     """An image given by https URL or ``data:image/...;base64,`` URI (400 otherwise)."""
-    if url.startswith("https://") or _DATA_IMAGE.match(url):
+    if url.startswith("https://"):
         return Image(url)
+    if found := _DATA_IMAGE.match(url):
+        return Image(found.group(0) + standard_base64(url[found.end() :]))
     raise invalid_request(
         f"{param} must be an https URL or a data:image/...;base64, URI",
         param=param,
@@ -171,7 +183,8 @@ def document(
     file_id: Any, file_data: Any, filename: Any, where: str, block: dict[str, Any] | None = None
 ) -> Document:
     """A file part: a gateway ``file_id`` (resolved before the call), or ``file_data`` as a
-    ``data:<media type>;base64,`` URI (or bare base64 with a ``filename``)."""
+    ``data:<media type>;base64,`` URI (or bare base64 with a ``filename``), in either
+    base64 alphabet."""
     name = filename if isinstance(filename, str) and filename else "file"
     if isinstance(file_id, str) and file_id:
         return Document(name, file_id=file_id, where=where, block=block)
@@ -179,7 +192,9 @@ def document(
         found = _DATA_URI.match(file_data)
         media_type, data = (found.group(1), found.group(2)) if found else ("", file_data)
         guessed = mimetypes.guess_type(name)[0] or "application/octet-stream"
-        return Document(name, media_type or guessed, data, where=where, block=block)
+        return Document(
+            name, media_type or guessed, standard_base64(data), where=where, block=block
+        )
     raise invalid_request(
         f"{where} needs a file_id (of /v1/files) or file_data", param=where, code="invalid_file"
     )

@@ -58,6 +58,7 @@ class ProviderError(Exception):
     ``context_too_long``: the prompt does not fit this model, so a fallback is tried at
     once. ``retry_after``: the upstream's wait, in seconds. ``attempts``: the failed
     call's upstream attempts, as routing made them (the request log shows them).
+    ``final``: no retry of the client's request can succeed (``ApiError.final``).
     """
 
     def __init__(
@@ -71,6 +72,7 @@ class ProviderError(Exception):
         *,
         retryable: bool = False,
         context_too_long: bool = False,
+        final: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -81,6 +83,7 @@ class ProviderError(Exception):
         self.usage = usage or Usage()
         self.retryable = retryable
         self.context_too_long = context_too_long
+        self.final = final
         self.attempts: tuple[Attempt, ...] = ()
 
     def as_api_error(self, headers: dict[str, str] | None = None) -> ApiError:
@@ -90,7 +93,12 @@ class ProviderError(Exception):
         if self.retry_after is not None:
             told["Retry-After"] = str(math.ceil(self.retry_after))
         return ApiError(
-            self.status, self.message, code=self.code, error_type=self.error_type, headers=told
+            self.status,
+            self.message,
+            code=self.code,
+            error_type=self.error_type,
+            headers=told,
+            final=self.final,
         )
 
 

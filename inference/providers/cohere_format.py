@@ -95,11 +95,12 @@ class CohereProvider(Provider):
             usage=_usage(body.get("usage")),
             tool_calls=calls,
             response_id=body.get("id"),
+            response_model=request.model,  # Cohere's reply names no model: the one asked
             by_stop_sequence=reason == "STOP_SEQUENCE",
         )
 
     async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
-        state = _StreamState()
+        state = _StreamState(model=request.model)
         body = encode_request(request, stream=True)
         async for event in self.post_sse(self.url, body, last=_MESSAGE_END):
             if not event.data.strip() or event.data.strip() == "[DONE]":
@@ -206,6 +207,7 @@ def _usage(usage: dict[str, Any] | None) -> Usage:
 class _StreamState:
     """Turns ``message-start`` … ``message-end`` events into neutral stream events."""
 
+    model: str  # the model asked: Cohere's events name none
     call_index: dict[int, int] = field(default_factory=dict)  # event index → tool call
     response_id: str | None = None  # message-start's
 
@@ -244,6 +246,7 @@ class _StreamState:
             finish = Finish(
                 _FINISH_REASONS.get(given, "stop"),
                 self.response_id,
+                self.model,
                 by_stop_sequence=given == "STOP_SEQUENCE",
             )
             return [finish, UsageReport(_usage(delta.get("usage")))]

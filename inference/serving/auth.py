@@ -46,6 +46,15 @@ class KeyCache:
 
 
 @dataclass(frozen=True)
+class Credential:
+    """A request's credential as an ``Authorization`` value, and where the dialect read
+    it (``the x-api-key header``), for a refusal to name."""
+
+    authorization: str
+    source: str = "the Authorization header"
+
+
+@dataclass(frozen=True)
 class Caller:
     """Who is calling: the principal, and the API key it came with (if any)."""
 
@@ -54,10 +63,11 @@ class Caller:
 
 
 async def authenticate_caller(
-    authorization: str | None, scope: AuthScope, keys: KeyCache
+    credential: Credential | None, scope: AuthScope, keys: KeyCache
 ) -> Caller:
     """The caller of an API request under ``auth.proxy``, else ``ApiError``.
-    ``authorization``: the credential as an ``Authorization`` value (the dialect found it)."""
+    ``credential``: what the dialect found."""
+    authorization = credential.authorization if credential is not None else None
     if scope.takes_api_keys:
         kind, _, token = (authorization or "").partition(" ")
         token = token.strip()
@@ -67,8 +77,19 @@ async def authenticate_caller(
                 raise _invalid_key("The API key is not valid (unknown, revoked or expired)")
             return Caller(grant.user, grant)
         if scope.basic is None and scope.oidc is None:
-            raise _invalid_key("An API key is required (Authorization: Bearer sk-gw-…)")
+            raise _invalid_key(_key_required(credential))
     return Caller(await authenticate(authorization, scope))
+
+
+def _key_required(credential: Credential | None) -> str:
+    """What to send instead: a credential that is not a gateway key is named where it was
+    read (an Anthropic key left in ``x-api-key``)."""
+    if credential is None:
+        return "An API key is required (Authorization: Bearer sk-gw-…)"
+    return (
+        f"An API key is required: {credential.source} holds a credential that is not a "
+        "gateway key (sk-gw-…)"
+    )
 
 
 def _invalid_key(message: str) -> ApiError:

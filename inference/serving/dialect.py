@@ -17,18 +17,19 @@ from django.http import HttpResponse
 from ninja import NinjaAPI
 
 from inference.neutral.errors import ApiError
-from inference.serving.auth import header
+from inference.serving.auth import Credential, header
 from inference.serving.batchline import BatchLines
 from inference.serving.errors import ErrorShape, error_response
 
 # How a dialect finds the credential of a request in its ASGI scope, as an
 # ``Authorization`` value (a key sent in a header of the dialect's own is a bearer token).
-type Credentials = Callable[[dict[str, Any]], str | None]
+type Credentials = Callable[[dict[str, Any]], Credential | None]
 
 
-def bearer(scope: dict[str, Any]) -> str | None:
+def bearer(scope: dict[str, Any]) -> Credential | None:
     """The ``Authorization`` header, as OpenAI's SDKs send it."""
-    return header(scope, b"authorization")
+    authorization = header(scope, b"authorization")
+    return Credential(authorization) if authorization is not None else None
 
 
 @dataclass(frozen=True, eq=False)

@@ -39,6 +39,6 @@ def error_response(error: ApiError, shape: ErrorShape) -> HttpResponse:
     response = HttpResponse(json.dumps(body), status=status, content_type="application/json")
     for name, value in error.headers.items():
         response[name] = value
-    if status in _FINAL_STATUSES:
+    if status in _FINAL_STATUSES or error.final:
         response["x-should-retry"] = "false"
     return response

@@ -190,6 +190,7 @@ class ToolLoop:
                 f"The model's reply did not match response_format after {self.max_repairs} "
                 f"repair attempt(s): {'; '.join(errors)}",
                 code="structured_output_invalid",
+                final=True,
             )
         self._repairs += 1
         return with_repair_turn(request, reply.text, errors)

@@ -127,7 +127,11 @@ class TurnRunner:
                 yield event
             answer = loop.answer
             assert answer is not None
-            yield Finish(answer.finish_reason, by_stop_sequence=answer.by_stop_sequence)
+            yield Finish(
+                answer.finish_reason,
+                response_model=answer.response_model,
+                by_stop_sequence=answer.by_stop_sequence,
+            )
             yield UsageReport(self._shown(answer, conversation).usage)
             outcome = "done"
         except ProviderError as error:
@@ -189,6 +193,7 @@ class TurnRunner:
         recorder, usage = conversation.recorder, conversation.meter.billed()
         log = self.log
         log.attempts = [attempt.as_log() for attempt in recorder.attempts]
+        log.retries = recorder.retries
         if recorder.answerer is not None:
             log.provider, log.upstream = recorder.answerer.provider, recorder.answerer.label
         conversation.caller.span.set(usage_attributes(usage))

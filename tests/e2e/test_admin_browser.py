@@ -164,3 +164,25 @@ def test_config_editor_saves_and_refuses_a_stale_or_invalid_file(
     with page.expect_navigation():
         page.get_by_role("button", name="Save").click()
     assert server.config_path.read_text() == CONFIG
+
+
+def test_a_misspelt_key_loads_and_is_named_on_the_config_page_and_in_the_log(
+    page: Page, server: GatewayServer
+) -> None:
+    page.goto(f"{server.url}/admin/config")
+    page.locator("textarea#id_text").fill(
+        CONFIG.replace("    preamble:", "    histroy: false\n    preamble:")
+    )
+    with page.expect_navigation():
+        page.get_by_role("button", name="Save").click()
+
+    warning = "agents[0].histroy: not a key the gateway knows, ignored (did you mean `history`?)"
+    expect(page.locator(".banner.warning")).to_contain_text(warning)
+    shot(page, "config-unknown-key")
+    assert "config_unknown_keys" in server.log() and "agents[0].histroy" in server.log()
+
+    page.locator("textarea#id_text").fill(CONFIG)
+    with page.expect_navigation():
+        page.get_by_role("button", name="Save").click()
+    expect(page.locator(".banner.warning")).to_have_count(0)
+    assert server.config_path.read_text() == CONFIG

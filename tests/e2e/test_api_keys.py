@@ -17,6 +17,7 @@ import httpx
 import openai
 import pytest
 from google import genai
+from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 from playwright.sync_api import Page, expect
 
@@ -151,6 +152,23 @@ def test_the_anthropic_sdk_sends_its_key_as_x_api_key(
     }
     assert len(fakes["openai"].requests) == 1
     assert stored_history(server, created["user"]) == ["Hello over Messages.", "x"]
+
+
+def test_a_key_that_is_not_the_gateways_is_refused_naming_where_it_was_read(
+    server: GatewayServer,
+) -> None:
+    """An Anthropic key left in ``ANTHROPIC_API_KEY`` reaches the gateway as ``x-api-key``
+    (Claude Code sends it there)."""
+    refused = generate(server, "messages", "sk-ant-api03-own")
+    assert refused.status_code == 401, refused.text
+    message = refused.json()["error"]["message"]
+    assert "the x-api-key header" in message and "not a gateway key (sk-gw-…)" in message
+
+    options = genai_types.HttpOptions(base_url=server.url, api_version="v1beta")
+    gemini = genai.Client(api_key="AIza-own-google-key", http_options=options)
+    with pytest.raises(genai_errors.ClientError) as by_google_key:
+        gemini.models.generate_content(model="assistant", contents="Hi")
+    assert "the x-goog-api-key header" in str(by_google_key.value.message)
 
 
 def test_a_revoked_key_is_refused_within_a_second(
@@ -314,6 +332,114 @@ def test_requests_per_minute_are_limited_with_retry_after(server: GatewayServer)
     assert refused.value.code == "rate_limit_exceeded"
     wait = int(refused.value.response.headers["retry-after"])
     assert 1 <= wait <= 60
+    assert "x-should-retry" not in refused.value.response.headers  # it frees within a minute
+
+
+# One generation request of each dialect, for the agent ``assistant`` (or ``model``).
+GENERATIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    "chat": ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}]}),
+    "responses": ("/v1/responses", {"input": "x"}),
+    "messages": (
+        "/v1/messages",
+        {"max_tokens": 16, "messages": [{"role": "user", "content": "x"}]},
+    ),
+    "gemini": (
+        "/v1beta/models/{model}:generateContent",
+        {"contents": [{"parts": [{"text": "x"}]}]},
+    ),
+    "gemini-stream": (
+        "/v1beta/models/{model}:streamGenerateContent?alt=sse",
+        {"contents": [{"parts": [{"text": "x"}]}]},
+    ),
+}
+
+
+def generate(
+    server: GatewayServer, dialect: str, key: str, model: str = "assistant"
+) -> httpx.Response:
+    """One generation request of ``dialect`` with ``key``, each in its own header."""
+    path, body = GENERATIONS[dialect]
+    if dialect.startswith("gemini"):
+        path, headers = path.format(model=model), {"x-goog-api-key": key}
+    else:
+        body, headers = {**body, "model": model}, {"Authorization": f"Bearer {key}"}
+    if dialect == "messages":
+        headers = {"x-api-key": key, "anthropic-version": "2023-06-01"}
+    return httpx.post(f"{server.url}{path}", json=body, headers=headers, timeout=30)
+
+
+def retry_delay(refused: httpx.Response) -> str:
+    """The delay of the Google ``RetryInfo`` detail of a Gemini error."""
+    (detail,) = refused.json()["error"]["details"]
+    assert detail["@type"] == "type.googleapis.com/google.rpc.RetryInfo"
+    delay: str = detail["retryDelay"]
+    return delay
+
+
+def test_a_spent_total_budget_is_final_on_every_dialect(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    """Nothing frees a ``total`` budget: no ``Retry-After``; Gemini's ``RetryInfo`` asks
+    for a day, longer than Gemini CLI waits, so it stops at once."""
+    key = mint(server, budget_usd=0)["key"]
+
+    for dialect in GENERATIONS:
+        refused = generate(server, dialect, key)
+        assert refused.status_code == 429, (dialect, refused.text)
+        assert refused.headers["x-should-retry"] == "false", dialect
+        assert "retry-after" not in refused.headers, dialect
+        assert "budget is spent" in refused.text, dialect
+    assert retry_delay(generate(server, "gemini", key)) == "86400s"
+    assert fakes["openai"].requests == []
+
+
+def test_a_spent_rolling_budget_is_final_and_says_when_it_frees(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    key = mint(server, budget_usd=0.01, budget_window="day")["key"]
+    say(sdk(server, key))  # $0.018: over the budget until it leaves the day
+
+    for dialect in GENERATIONS:
+        refused = generate(server, dialect, key)
+        assert refused.status_code == 429, (dialect, refused.text)
+        assert refused.headers["x-should-retry"] == "false", dialect
+        wait = int(refused.headers["retry-after"])
+        assert 86400 - 120 <= wait <= 86400, dialect
+        if dialect == "gemini":
+            assert retry_delay(refused) == f"{wait}s"
+    assert len(fakes["openai"].requests) == 1
+
+
+def test_a_key_limited_to_agents_is_refused_another_in_every_dialects_shape(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    """403, as on chat, wherever the key asks another agent for a reply; only lookups
+    and token counts answer as for an unknown model (404)."""
+    key = mint(server, agents=["assistant"])["key"]
+    # Where each dialect's error says why, and what it says.
+    expected = {
+        "chat": (("error", "code"), "model_not_allowed"),
+        "responses": (("error", "code"), "model_not_allowed"),
+        "messages": (("error", "type"), "permission_error"),
+        "gemini": (("error", "status"), "PERMISSION_DENIED"),
+    }
+
+    for dialect, ((outer, inner), reason) in expected.items():
+        refused = generate(server, dialect, key, model="other")
+        assert refused.status_code == 403, (dialect, refused.text)
+        assert refused.json()[outer][inner] == reason
+        assert refused.headers["x-should-retry"] == "false"
+    streamed = generate(server, "gemini-stream", key, model="other")
+    assert streamed.status_code == 403, streamed.text
+    options = genai_types.HttpOptions(base_url=server.url, api_version="v1beta")
+    gemini = genai.Client(api_key=key, http_options=options)
+    with pytest.raises(genai_errors.ClientError) as refused_by_sdk:
+        gemini.models.generate_content(model="other", contents="Hi")
+    assert refused_by_sdk.value.code == 403
+    with pytest.raises(genai_errors.ClientError) as counted:
+        gemini.models.count_tokens(model="other", contents="Hi")
+    assert counted.value.code == 404
+    assert fakes["openai"].requests == []
 
 
 BUDGET = 0.1
@@ -499,6 +625,7 @@ def test_the_operators_budgets_refuse_a_user_over_them(
 
     assert (refused.value.code, refused.value.body["param"]) == (code, param)
     assert int(refused.value.response.headers["retry-after"]) >= 1
+    assert refused.value.response.headers["x-should-retry"] == "false"
     assert len(fakes["openai"].requests) == 2
     assert server.metric("gateway_quota_refusals_total", reason=code) >= 1
 
@@ -576,3 +703,92 @@ def test_the_gemini_api_takes_a_key_as_x_goog_api_key_or_key_parameter(
     assert refused.status_code == 401
     assert refused.json()["error"]["status"] == "UNAUTHENTICATED"
     assert refused.headers["x-should-retry"] == "false"
+
+
+def test_a_tool_round_is_no_extra_attempt_and_a_refused_request_keeps_its_model(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    """The request's record counts attempts as ``X-Gateway-Attempts`` does: a tool round
+    is a call of its own; a request the key's budget refused names the model asked."""
+    fakes["openai"].script(
+        Reply.of_tool_calls(("loop1", {"message": "Ask below."})),
+        Reply.of_text("From below."),
+        Reply.of_text("Done."),
+    )
+    user = mint(server)
+    answered = generate(server, "chat", user["key"], model="loop0")
+    assert answered.status_code == 200, answered.text
+    assert len(fakes["openai"].requests) == 3
+    spent = mint(server, budget_usd=0)
+    refused = generate(server, "chat", spent["key"])
+    assert refused.status_code == 429
+
+    def record(response: httpx.Response) -> dict[str, Any]:
+        url = f"{server.url}/admin/requests/{response.headers['X-Request-Id']}"
+
+        def kept() -> dict[str, Any] | None:
+            found = httpx.get(url, headers=JSON, timeout=10)
+            return found.json() if found.status_code == 200 else None
+
+        found: dict[str, Any] = wait_for(kept, "the request's record")
+        return found
+
+    assert record(answered)["attempts"] == int(answered.headers["X-Gateway-Attempts"]) == 1
+    kept = record(refused)
+    assert (kept["model"], kept["status"], kept["attempts"]) == ("assistant", 429, 0)
+
+
+def outside(element: Any, container: Any) -> bool:
+    """Whether ``element``'s box reaches past ``container``'s (left or right)."""
+    inner, outer = element.bounding_box(), container.bounding_box()
+    assert inner is not None and outer is not None
+    return bool(
+        inner["x"] < outer["x"] - 0.5
+        or inner["x"] + inner["width"] > outer["x"] + outer["width"] + 0.5
+    )
+
+
+def test_the_admin_at_1400_px_groups_its_pages_and_clips_nothing(
+    page: Page, server: GatewayServer
+) -> None:
+    """The display items real users found: the navigation in five named groups, spend
+    axis labels whole, the requests filter inside its card, a refused request's model
+    shown where its agent would be, live and in the list."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    say(sdk(server, mint(server, name="charted")["key"]))  # $0.018: axis labels of 6 characters
+    page.goto(f"{server.url}/admin/live")
+    expect(page.locator("#live-status")).to_contain_text("Connected")
+    spent = mint(server, budget_usd=0)
+    assert generate(server, "messages", spent["key"]).status_code == 429
+
+    live_row = page.locator("#live-rows tr", has_text=spent["user"])
+    expect(live_row.locator("td").nth(1)).to_have_text("assistant")
+    navigation = page.get_by_role("navigation", name="Admin pages")
+    groups = {
+        "Config": ["Agents", "Providers", "Config file", "Revisions"],
+        "Traffic": ["Live", "Requests", "Conversations"],
+        "Money": ["Usage", "Spend", "Reconciliation"],
+        "Automation": ["Triggers", "Smoke tests", "Evaluations"],
+        "Access": ["API keys", "MCP connections"],
+    }
+    for group, pages in groups.items():
+        for name in pages:
+            expect(
+                navigation.get_by_role("group", name=group).get_by_role("link", name=name)
+            ).to_be_visible()
+    shot(page, "navigation-groups")
+
+    navigation.get_by_role("link", name="Spend").click()
+    ticks = page.locator("svg[role=img] text.tick")
+    expect(ticks.first).to_be_visible()
+    svg = page.locator("svg[role=img]").first
+    assert not any(outside(ticks.nth(index), svg) for index in range(ticks.count()))
+    shot(page, "spend-axis")
+
+    page.goto(f"{server.url}/admin/requests?user={spent['user']}")
+    fields = page.locator("form.search > *")
+    main = page.locator("main")
+    assert not any(outside(fields.nth(index), main) for index in range(fields.count()))
+    row = page.get_by_role("row").filter(has_text=spent["user"])
+    expect(row.locator("td").nth(3)).to_have_text("assistant")
+    shot(page, "requests-filter")

@@ -267,6 +267,58 @@ def test_claude_code_with_a_wrong_key_stops_at_once(
     assert fakes["anthropic"].requests == []
 
 
+def test_claude_code_with_a_spent_key_stops_at_once(
+    keyed: GatewayServer, fakes: dict[str, FakeUpstream], tmp_path: Path
+) -> None:
+    """A spent budget's 429 says ``x-should-retry: false``: without it Claude Code retried
+    a spent key for three minutes (the run's timeout fails the test)."""
+    minted = httpx.post(
+        f"{keyed.url}/admin/keys", json={"name": "spent", "user": "coder", "budget_usd": 0}
+    )
+    assert minted.status_code == 201, minted.text
+    env = {
+        "ANTHROPIC_BASE_URL": keyed.url,
+        "ANTHROPIC_API_KEY": minted.json()["key"],
+        "ANTHROPIC_MODEL": "anthropic-agent",
+        "ANTHROPIC_SMALL_FAST_MODEL": "anthropic-agent",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }
+
+    result = run_cli(["claude", "-p", "Hello."], tmp_path, env, timeout=45)
+
+    assert result.returncode != 0
+    assert "budget is spent" in result.stdout + result.stderr
+    assert fakes["anthropic"].requests == []
+
+
+def test_gemini_cli_with_a_spent_key_stops_at_once(
+    keyed: GatewayServer, fakes: dict[str, FakeUpstream], tmp_path: Path
+) -> None:
+    """Gemini CLI reads Google's ``RetryInfo`` detail, not ``x-should-retry``: without it
+    the CLI tried a spent key ten times in three and a half minutes."""
+    minted = httpx.post(
+        f"{keyed.url}/admin/keys", json={"name": "spent", "user": "gemini", "budget_usd": 0}
+    )
+    assert minted.status_code == 201, minted.text
+    settings = tmp_path / ".gemini"
+    settings.mkdir()
+    (settings / "settings.json").write_text(
+        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}})
+    )
+    env = {
+        "GOOGLE_GEMINI_BASE_URL": keyed.url,
+        "GEMINI_API_KEY": minted.json()["key"],
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    }
+
+    result = run_cli(["gemini", "-m", "openai-agent", "-p", "Hello."], tmp_path, env, timeout=45)
+
+    assert result.returncode != 0
+    assert "budget is spent" in result.stdout + result.stderr
+    assert fakes["openai"].requests == []
+
+
 def test_claude_code_asks_an_agent_through_the_gateways_mcp_server(
     keyed: GatewayServer, fakes: dict[str, FakeUpstream], tmp_path: Path
 ) -> None:

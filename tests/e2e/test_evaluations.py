@@ -248,6 +248,14 @@ def test_replaying_recorded_turns_gives_the_scripted_figures_and_bills_no_user(
     expected = expected_summary(list(range(TURNS)))
     summary = {entry["agent"]: entry for entry in evaluation["summary"]}
     assert [entry["agent"] for entry in evaluation["summary"]] == ["cheap-a", "cheap-b", "original"]
+    # The original's latency is its recorded turns', as their request records tell it.
+    [(recorded_latency, recorded)] = query(
+        server,
+        "SELECT avg(r.latency_ms), count(*) FROM inference_requestrecord r "
+        "JOIN inference_ledgerentry l ON l.completion_id = r.completion_id "
+        "WHERE l.kind = 'turn' AND l.agent = 'gpt'",
+    )
+    assert recorded == TURNS and recorded_latency > 0
     for whose, figures in expected.items():
         entry = summary[whose]
         assert set(entry["scores"]) == set(figures["means"])
@@ -259,7 +267,7 @@ def test_replaying_recorded_turns_gives_the_scripted_figures_and_bills_no_user(
         assert entry["mean_cost_usd"] == pytest.approx(figures["cost"], rel=1e-6)
         if whose == "original":
             assert (entry["win"], entry["tie"], entry["loss"]) == (None, None, None)
-            assert entry["mean_latency_ms"] is None
+            assert entry["mean_latency_ms"] == pytest.approx(recorded_latency, abs=0.05)
         else:
             assert (entry["win"], entry["tie"], entry["loss"]) == (
                 figures["win"],

@@ -15,6 +15,8 @@ import httpx
 import openai
 import pytest
 from fpdf import FPDF
+from google import genai
+from google.genai import types as genai_types
 
 from tests.fakes.base import FakeUpstream, Reply
 from tests.server import GatewayServer
@@ -390,6 +392,39 @@ def test_a_pdf_inline_in_a_gemini_request_reaches_every_provider(
     assert (encoded in sent, SENTENCE in sent) == (
         (True, False) if kind == "gemini" else (False, True)
     )
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "cohere"])
+def test_google_genais_url_safe_base64_reaches_every_provider_as_standard_base64(
+    kind: str, server: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    """``Part.from_bytes`` sends URL-safe base64 (``-`` and ``_``), which Google takes;
+    providers get the standard alphabet, padded."""
+    pdf = pdf_with(SENTENCE)
+    for data in (pdf, PNG):  # each has characters the two alphabets spell differently
+        assert {"+", "/"} & set(base64.b64encode(data).decode())
+    fakes[kind].script(Reply.of_text("Under the oak."))
+    options = genai_types.HttpOptions(
+        base_url=server.url, api_version="v1beta", headers={"X-User-Id": user_id}
+    )
+    client = genai.Client(api_key="any", http_options=options)
+
+    reply = client.models.generate_content(
+        model=f"{kind}-agent",
+        contents=[
+            genai_types.Part.from_bytes(data=pdf, mime_type="application/pdf"),
+            genai_types.Part.from_bytes(data=PNG, mime_type="image/png"),
+            "Where is the treasure?",
+        ],
+    )
+
+    assert reply.text == "Under the oak."
+    sent = json.dumps(fakes[kind].last.body)
+    assert base64.b64encode(PNG).decode() in sent
+    if kind == "cohere":
+        assert SENTENCE in sent
+    else:
+        assert base64.b64encode(pdf).decode() in sent
 
 
 def test_a_chat_file_part_may_carry_its_data(

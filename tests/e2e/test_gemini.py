@@ -104,6 +104,22 @@ def test_content_is_generated_by_an_agent_of_every_kind_and_remembered(
     assert again.turns[:2] == [("user", "I am Ada."), ("assistant", "Hello, Ada.")]
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_model_version_is_the_upstream_model_streamed_or_not(
+    kind: str, server: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    """Cohere's reply names no model: the model the gateway asked for is the version."""
+    fakes[kind].script(Reply.of_text("One."), Reply.of_text("Two."))
+    client = gemini(server, user_id)
+
+    whole = client.models.generate_content(model=f"{kind}-agent", contents="Hi")
+    streamed = list(client.models.generate_content_stream(model=f"{kind}-agent", contents="Hi"))
+
+    upstream_model = received(kind, fakes[kind].requests[0]).model
+    assert whole.model_version == upstream_model
+    assert streamed[-1].model_version == upstream_model
+
+
 @pytest.mark.parametrize("kind", ["openai", "anthropic", "gemini", "cohere"])
 def test_a_stream_comes_as_server_sent_events(
     kind: str, server: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
@@ -626,6 +642,11 @@ def test_a_spent_budget_is_resource_exhausted_with_retry_after(
 
     assert first.status_code == 200, first.text
     assert second.status_code == 429, second.text
-    assert second.json()["error"]["status"] == "RESOURCE_EXHAUSTED"
-    assert int(second.headers["Retry-After"]) > 0
+    error = second.json()["error"]
+    assert error["status"] == "RESOURCE_EXHAUSTED"
+    wait = int(second.headers["Retry-After"])
+    assert wait > 0
+    retry_info = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{wait}s"}
+    assert error["details"] == [retry_info]
+    assert second.headers["x-should-retry"] == "false"
     assert len(fakes["openai"].requests) == 1

@@ -161,7 +161,38 @@ def test_reply_that_never_validates_is_502_after_two_repairs(
     error = raised.value.response.json()["error"]
     assert (error["type"], error["code"]) == ("upstream_error", "structured_output_invalid")
     assert "'thirty-one' is not of type 'integer'" in error["message"]
+    assert raised.value.response.headers["x-should-retry"] == "false"
     assert len(fake.requests) == 3
+
+
+def test_a_reply_that_never_validates_stops_gemini_clients(
+    gateway: GatewayServer, fakes: dict[str, FakeUpstream], user_id: str
+) -> None:
+    """Gemini CLI retries every 5xx (each retry three billed calls): on Google's dialect
+    the failure is ``FAILED_PRECONDITION``, which it does not retry."""
+    fakes["openai"].script(*[Reply.of_text(INVALID)] * 3)
+    config = {
+        "responseMimeType": "application/json",
+        "responseSchema": {
+            "type": "OBJECT",
+            "properties": {"name": {"type": "STRING"}, "age": {"type": "INTEGER"}},
+            "required": ["name", "age"],
+        },
+    }
+
+    refused = httpx.post(
+        f"{gateway.url}/v1beta/models/openai-agent:generateContent",
+        json={"contents": [{"parts": [{"text": QUESTION}]}], "generationConfig": config},
+        headers={"X-User-Id": user_id},
+        timeout=30,
+    )
+
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert (error["code"], error["status"]) == (400, "FAILED_PRECONDITION")
+    assert "'thirty-one' is not of type 'integer'" in error["message"]
+    assert refused.headers["x-should-retry"] == "false"
+    assert len(fakes["openai"].requests) == 3
 
 
 @pytest.mark.parametrize("kind", KINDS)

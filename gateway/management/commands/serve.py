@@ -7,6 +7,7 @@ line per request itself. With ``--workers N`` (N > 1) this process stays as the
 supervisor of N daphne processes sharing the socket (``gateway.supervisor``).
 """
 
+import ipaddress
 import os
 import socket
 import sys
@@ -17,6 +18,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents.loader import ConfigError, load_config_text
+from agents.schema import Config
 from gateway.supervisor import Supervisor
 
 
@@ -37,8 +39,11 @@ class Command(BaseCommand):
         if workers < 1:
             raise CommandError("--workers takes a number of processes, 1 or more")
         call_command("migrate", interactive=False, verbosity=0)
-        self._check_config()
+        config = self._check_config()
         listener = bind(host, port)
+        address = listener.getsockname()[0]
+        if config.proxy_auth is None and not ipaddress.ip_address(address).is_loopback:
+            self.stderr.write(open_api_warning(host, port))
         processes = f", {workers} worker processes" if workers > 1 else ""
         self.stdout.write(f"Serving on http://{host}:{port}  (admin: /admin, API: /v1{processes})")
         self.stdout.flush()
@@ -61,10 +66,10 @@ class Command(BaseCommand):
             code = Supervisor(command, workers, listener).run()
         sys.exit(code)
 
-    def _check_config(self) -> None:
+    def _check_config(self) -> Config:
         path = settings.GATEWAY_CONFIG
         try:
-            load_config_text(path.read_text(encoding="utf-8"), path.parent)
+            return load_config_text(path.read_text(encoding="utf-8"), path.parent)
         except OSError as error:
             raise CommandError(f"cannot read the config file {path}: {error.strerror}") from error
         except UnicodeDecodeError as error:
@@ -83,6 +88,16 @@ class Command(BaseCommand):
             raise CommandError(
                 f"the config file is not valid, nothing was started.{hint}"
             ) from error
+
+
+def open_api_warning(host: str, port: int) -> str:
+    return (
+        f"warning: /v1 takes no credentials and the gateway listens on {host}: anyone who "
+        f"can reach port {port} can spend your provider keys. Turn keys on with "
+        "`auth: {proxy: {api_keys: true}}` in the config and mint one with "
+        "`python manage.py create_api_key --user <you> --name <name>` (docs/cost-and-keys.md), "
+        "or listen on this machine only with --host 127.0.0.1."
+    )
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -8,18 +8,19 @@ from urllib.parse import parse_qs
 
 from inference.dialects.gemini.errors import google_error
 from inference.dialects.gemini.routes import METHODS, api
-from inference.serving.auth import header
+from inference.serving.auth import Credential, header
 from inference.serving.dialect import Dialect, bearer
 
 
-def _credentials(scope: dict[str, Any]) -> str | None:
+def _credentials(scope: dict[str, Any]) -> Credential | None:
     if (authorization := bearer(scope)) is not None:
         return authorization
-    key = header(scope, b"x-goog-api-key")
-    if key is None:
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        key = next(iter(query.get("key", [])), None)
-    return f"Bearer {key}" if key else None
+    if key := header(scope, b"x-goog-api-key"):
+        return Credential(f"Bearer {key}", "the x-goog-api-key header")
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    if key := next(iter(query.get("key", [])), None):
+        return Credential(f"Bearer {key}", "the key parameter")
+    return None
 
 
 DIALECT = Dialect(

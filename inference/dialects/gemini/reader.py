@@ -239,7 +239,7 @@ def _media(part: dict[str, Any], where: str) -> Part:
     if "inlineData" in part:
         place = f"{where}.inlineData"
         inline = readers.optional_object(part["inlineData"], place) or {}
-        mime = readers.optional_string(inline, "mimeType", place) or ""
+        mime = _mime_type(inline, place)
         uri = f"data:{mime};base64,{readers.required_string(inline, 'data', place)}"
         if mime.startswith("image/"):
             return readers.image(uri, place)
@@ -247,11 +247,18 @@ def _media(part: dict[str, Any], where: str) -> Part:
         return readers.document(None, uri, name, place)
     place = f"{where}.fileData"
     linked = readers.optional_object(part["fileData"], place) or {}
-    if not (readers.optional_string(linked, "mimeType", place) or "").startswith("image/"):
+    if not _mime_type(linked, place).startswith("image/"):
         raise readers.unsupported_part("fileData", where, "images as inlineData or fileData")
     return readers.image(
         readers.optional_string(linked, "fileUri", place) or "", f"{place}.fileUri"
     )
+
+
+def _mime_type(blob: dict[str, Any], place: str) -> str:
+    """A blob's ``mimeType``, or ``mime_type``: Google reads a field in either spelling,
+    and the google-genai SDK sends this one snake-cased."""
+    key = "mimeType" if "mimeType" in blob else "mime_type"
+    return readers.optional_string(blob, key, place) or ""
 
 
 def _kind(part: dict[str, Any]) -> str:

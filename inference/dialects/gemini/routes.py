@@ -76,7 +76,7 @@ async def stream_generate_content(
 async def _generate(
     request: InferenceRequest, model: str, payload: GenerateContentIn, stream: bool
 ) -> HttpResponseBase:
-    _answering_agent(request, model)
+    _answering_agent(request, model, generating=True)
     client = from_generate_content(
         payload, _name(model), _claims(request), stream, limits_of(request).max_tools
     )
@@ -197,11 +197,16 @@ def _config(request: InferenceRequest) -> Config:
     return live_config(holder.config, holder.problems)
 
 
-def _answering_agent(request: InferenceRequest, model: str) -> tuple[Config, AgentConfig]:
+def _answering_agent(
+    request: InferenceRequest, model: str, *, generating: bool = False
+) -> tuple[Config, AgentConfig]:
     """The live config and the agent ``model`` names (an experiment's first variant), or
-    404 as Google answers an unknown model (a model the key may not call is one)."""
+    404 as Google answers an unknown model. A model the key may not call is 403
+    ``PERMISSION_DENIED`` when ``generating`` (as on chat), else unknown."""
     config = _config(request)
     target = config.target(_name(model))
+    if generating and request.api_key is not None:
+        request.api_key.check_allows(target)
     experiment = config.experiment(target)
     agent = config.agent(experiment.variants[0].agent if experiment is not None else target)
     key = request.api_key

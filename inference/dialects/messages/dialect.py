@@ -7,15 +7,15 @@ from inference.dialects.messages import batches
 from inference.dialects.messages.batch import LINES
 from inference.dialects.messages.errors import anthropic_error
 from inference.dialects.messages.routes import api
-from inference.serving.auth import header
+from inference.serving.auth import Credential, header
 from inference.serving.dialect import Dialect, bearer
 
 
-def _credentials(scope: dict[str, Any]) -> str | None:
+def _credentials(scope: dict[str, Any]) -> Credential | None:
     if (authorization := bearer(scope)) is not None:
         return authorization
     key = header(scope, b"x-api-key")
-    return f"Bearer {key}" if key is not None else None
+    return Credential(f"Bearer {key}", "the x-api-key header") if key is not None else None
 
 
 DIALECT = Dialect(

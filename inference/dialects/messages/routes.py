@@ -28,7 +28,7 @@ api = dialect_api("messages", _required)
 
 @api.post("/v1/messages")
 async def create_message(request: InferenceRequest, payload: MessagesIn) -> HttpResponseBase:
-    _answering_agent(request, payload.model)
+    _answering_agent(request, payload.model, generating=True)
     client = from_messages(
         payload,
         request.headers.get("X-User-Id"),
@@ -52,13 +52,17 @@ async def count_tokens(request: InferenceRequest, payload: CountTokensIn) -> Htt
     return json_response({"input_tokens": counted})
 
 
-def _answering_agent(request: InferenceRequest, model: str) -> tuple[Config, AgentConfig]:
+def _answering_agent(
+    request: InferenceRequest, model: str, *, generating: bool = False
+) -> tuple[Config, AgentConfig]:
     """The live config and the agent ``model`` names (an experiment's first variant), or
-    404 as Anthropic answers an unknown model (a model the request's key may not call is
-    one)."""
+    404 as Anthropic answers an unknown model. A model the request's key may not call is
+    403 ``permission_error`` when ``generating`` (as on chat), else unknown."""
     holder = request.runtime.holder
     config = live_config(holder.config, holder.problems)
     target = config.target(model)
+    if generating and request.api_key is not None:
+        request.api_key.check_allows(target)
     experiment = config.experiment(target)
     agent = config.agent(experiment.variants[0].agent if experiment is not None else target)
     key = request.api_key
