@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 from ruamel.yaml.error import YAMLError
 
-from agents import masking
+from agents import coulisse, masking
 from agents.schema import Config
 from agents.skills.catalog import discover
 from agents.validation import cross_validate
@@ -52,7 +52,7 @@ def load_config_data(data: Any, base: Path | None = None) -> Config:
     if not isinstance(data, dict):
         raise ConfigError(["(file): the config must be a mapping of sections"])
     problems: list[str] = []
-    expanded = _expand_env(data, "", problems)
+    expanded, warnings = coulisse.translate(_expand_env(data, "", problems), problems)
     try:
         config = Config.model_validate(expanded)
     except ValidationError as error:
@@ -63,6 +63,7 @@ def load_config_data(data: Any, base: Path | None = None) -> Config:
     problems += cross_validate(config)
     if problems:
         raise ConfigError(_without_secrets(problems, data, expanded))
+    config._warnings = tuple(warnings)
     return config
 
 

@@ -88,6 +88,15 @@ class ConfigHolder:
         if self.on_change is not None:
             self.on_change(self.snapshot)
         log_event(logger, "config_loaded", path=str(self.path), agents=len(config.agents))
+        for warning in config.warnings:
+            log_event(
+                logger,
+                "config_warning",
+                logging.WARNING,
+                path=str(self.path),
+                key=warning.path,
+                warning=warning.message,
+            )
 
     def _reject(self, problems: list[str]) -> bool:
         if problems != self.problems:

@@ -20,6 +20,7 @@ from agents.schema import (
     ExperimentConfig,
     JudgeConfig,
     McpOAuthConfig,
+    Upstream,
 )
 from core.providerkinds import BILLING_KINDS, EMBEDDING_KINDS, KIND_NAMES
 
@@ -323,8 +324,8 @@ def _check_mcp(config: Config) -> Iterator[str]:
             )
         if server.transport == "stdio" and not (server.command or "").strip():
             yield f"mcp.{name}.command: required with transport 'stdio'"
-        if server.transport == "http" and not (server.url or "").strip():
-            yield f"mcp.{name}.url: required with transport 'http'"
+        if server.transport != "stdio" and not (server.url or "").strip():
+            yield f"mcp.{name}.url: required with transport '{server.transport}'"
         if server.oauth is not None:
             yield from _check_oauth(f"mcp.{name}.oauth", server.transport, server.oauth)
     yield from _check_public_base_url(config)
@@ -335,7 +336,7 @@ _RESERVED_MCP_NAME = "connections"
 
 
 def _check_oauth(path: str, transport: str, oauth: McpOAuthConfig) -> Iterator[str]:
-    if transport != "http":
+    if transport == "stdio":
         yield (
             f"{path}: only with transport 'http' (users sign in to remote servers; a stdio "
             "server takes its credentials in env)"
@@ -346,6 +347,10 @@ def _check_oauth(path: str, transport: str, oauth: McpOAuthConfig) -> Iterator[s
     client_id = oauth.client_id
     if client_id is not None and not client_id.strip():
         yield f"{path}.client_id: must not be blank (remove it to register the gateway dynamically)"
+    if oauth.mode == "static":
+        for field in ("authorization_url", "token_url", "client_id"):
+            if not (getattr(oauth, field) or "").strip():
+                yield f"{path}.{field}: required with mode 'static'"
 
 
 def _check_public_base_url(config: Config) -> Iterator[str]:
@@ -413,8 +418,11 @@ def _check_memory(config: Config) -> Iterator[str]:
         path = f"agents[{index}].memory"
         if memory.embedder not in embedders:
             yield f"{path}.embedder: embedder '{memory.embedder}' is not defined"
-        if memory.extractor is not None and memory.extractor not in agents:
-            yield f"{path}.extractor: agent '{memory.extractor}' is not defined"
+        extractor = memory.extractor
+        if isinstance(extractor, str) and extractor not in agents:
+            yield f"{path}.extractor: agent '{extractor}' is not defined"
+        elif isinstance(extractor, Upstream) and extractor.provider not in config.providers:
+            yield f"{path}.extractor.provider: provider '{extractor.provider}' is not configured"
 
 
 def _check_embedders(config: Config) -> Iterator[str]:
@@ -490,6 +498,8 @@ def _check_skills(config: Config) -> Iterator[str]:
             seen.add(name)
 
 
+HOOKS = "/hooks/"  # the webhooks' paths: /hooks/<name>
+
 # The engine of the triggers' messages (docs/automation.md): Django's template language,
 # no HTML escaping (a message is text for a model, not a page).
 MESSAGE_TEMPLATES = Engine(autoescape=False)
@@ -515,12 +525,13 @@ def _check_unique_names(section: str, names: Sequence[str]) -> Iterator[str]:
 
 
 def _check_triggers(config: Config) -> Iterator[str]:
-    agents = {agent.name for agent in config.agents}
+    targets = {agent.name for agent in config.agents} | {exp.name for exp in config.experiments}
     yield from _check_unique_names("triggers", [trigger.name for trigger in config.triggers])
+    hooks: set[str] = set()
     for index, trigger in enumerate(config.triggers):
         path = f"triggers[{index}]"
-        if trigger.agent not in agents:
-            yield f"{path}.agent: agent '{trigger.agent}' is not defined"
+        if trigger.agent not in targets:
+            yield f"{path}.agent: agent or experiment '{trigger.agent}' is not defined"
         if not trigger.user.strip():
             yield f"{path}.user: must not be blank"
         try:
@@ -531,7 +542,14 @@ def _check_triggers(config: Config) -> Iterator[str]:
             yield f"{path}: must have exactly one of schedule, webhook or on_start: true"
         if trigger.schedule is not None and (problem := cron_problem(trigger.schedule)):
             yield f"{path}.schedule: {problem}"
-        if trigger.webhook is not None and not trigger.webhook.secret.strip():
+        if trigger.path is not None:
+            hook = trigger.path.removeprefix(HOOKS)
+            if not trigger.path.startswith(HOOKS) or not NAME_PATTERN.fullmatch(hook):
+                yield f"{path}.path: must be {HOOKS}<name> ({_NAME_RULE}), got {trigger.path!r}"
+            elif hook in hooks:
+                yield f"{path}.path: '{trigger.path}' is the path of another trigger"
+            hooks.add(hook)
+        elif trigger.webhook is not None and not trigger.webhook.secret.strip():
             yield f"{path}.webhook.secret: must be set (requests are signed with it)"
         deliver = trigger.deliver
         if deliver is not None:
@@ -543,14 +561,22 @@ def _check_triggers(config: Config) -> Iterator[str]:
 
 def _check_smoke_tests(config: Config) -> Iterator[str]:
     agents = {agent.name for agent in config.agents}
+    experiments = {experiment.name for experiment in config.experiments}
     judges = {judge.name for judge in config.judges}
     yield from _check_unique_names("smoke_tests", [test.name for test in config.smoke_tests])
     for index, test in enumerate(config.smoke_tests):
         path = f"smoke_tests[{index}]"
-        for field in ("agent", "persona"):
-            name = getattr(test, field)
-            if name not in agents:
-                yield f"{path}.{field}: agent '{name}' is not defined"
+        if test.agent not in agents | experiments:
+            yield f"{path}.agent: agent or experiment '{test.agent}' is not defined"
+        persona = test.persona
+        if isinstance(persona, str) and persona not in agents:
+            yield f"{path}.persona: agent '{persona}' is not defined"
+        elif not isinstance(persona, str) and persona.provider not in config.providers:
+            yield f"{path}.persona.provider: provider '{persona.provider}' is not configured"
+        if test.repetitions < 1:
+            yield f"{path}.repetitions: must be at least 1, got {test.repetitions}"
+        if test.stop_marker is not None and not test.stop_marker.strip():
+            yield f"{path}.stop_marker: must not be blank"
         for position, judge in enumerate(test.judges):
             if judge not in judges:
                 yield f"{path}.judges[{position}]: judge '{judge}' is not defined"
@@ -560,5 +586,5 @@ def _check_smoke_tests(config: Config) -> Iterator[str]:
             yield f"{path}.min_score: must be between 0 and 10, got {test.min_score}"
         if test.min_score is not None and not test.judges:
             yield f"{path}.min_score: needs at least one judge (their scores decide)"
-        if not test.opening.strip():
-            yield f"{path}.opening: must not be blank"
+        if test.opening is not None and not test.opening.strip():
+            yield f"{path}.opening: must not be blank (remove it to let the persona open)"

@@ -66,7 +66,7 @@ def smoke_tests(config: Config) -> list[dict[str, Any]]:
         {
             "name": test.name,
             "agent": test.agent,
-            "persona": test.persona,
+            "persona": test.persona_name,
             "turns": test.turns,
             "judges": test.judges,
             "min_score": test.min_score,

@@ -32,6 +32,7 @@ from inference.tools.mcp_session import (
     http_client,
     list_tools,
     reason,
+    sse_transport,
 )
 
 if TYPE_CHECKING:
@@ -186,7 +187,12 @@ class UserMcpServer:
         bearer = _Bearer(token)
         entered = _BEARER.set(bearer)
         try:
-            transport = streamable_http_client(self.settings.url or "", http_client=self._http)
+            url = self.settings.url or ""
+            transport = (
+                sse_transport(url, (_bear,), (_note_refusal,))
+                if self.settings.transport == "sse"
+                else streamable_http_client(url, http_client=self._http)
+            )
             async with Client(transport, read_timeout_seconds=CALL_TIMEOUT) as client:
                 yield client
         except Exception as error:

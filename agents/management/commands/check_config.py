@@ -33,6 +33,8 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{config_path}: {counted(len(error.problems), 'problem')}", returncode=1
             ) from error
+        for warning in config.warnings:
+            self.stderr.write(f"warning: {warning}")
         self.stdout.write(
             f"{config_path}: OK ({counted(len(config.agents), 'agent')}, "
             f"{counted(len(config.experiments), 'experiment')}, "

@@ -17,6 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents.loader import ConfigError, load_config_text
+from agents.schema import Config
 from gateway.supervisor import Supervisor
 
 
@@ -24,8 +25,10 @@ class Command(BaseCommand):
     help = "Migrate the database, check the config and serve the gateway with daphne."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--host", default="0.0.0.0", help="IPv4 address to listen on")
-        parser.add_argument("--port", type=int, default=8421)
+        parser.add_argument(
+            "--host", help="IPv4 address to listen on (default: server.bind, else 0.0.0.0)"
+        )
+        parser.add_argument("--port", type=int, help="default: server.port, else 8421")
         parser.add_argument(
             "--workers",
             type=int,
@@ -33,11 +36,15 @@ class Command(BaseCommand):
             help="server processes on the port (e.g. one per core; default 1)",
         )
 
-    def handle(self, *args: object, host: str, port: int, workers: int, **options: object) -> None:
+    def handle(
+        self, *args: object, host: str | None, port: int | None, workers: int, **options: object
+    ) -> None:
         if workers < 1:
             raise CommandError("--workers takes a number of processes, 1 or more")
         call_command("migrate", interactive=False, verbosity=0)
-        self._check_config()
+        server = self._check_config().server
+        host = host or server.bind or "0.0.0.0"
+        port = port or server.port or 8421
         listener = bind(host, port)
         processes = f", {workers} worker processes" if workers > 1 else ""
         self.stdout.write(f"Serving on http://{host}:{port}  (admin: /admin, API: /v1{processes})")
@@ -61,10 +68,10 @@ class Command(BaseCommand):
             code = Supervisor(command, workers, listener).run()
         sys.exit(code)
 
-    def _check_config(self) -> None:
+    def _check_config(self) -> Config:
         path = settings.GATEWAY_CONFIG
         try:
-            load_config_text(path.read_text(encoding="utf-8"), path.parent)
+            return load_config_text(path.read_text(encoding="utf-8"), path.parent)
         except OSError as error:
             raise CommandError(f"cannot read the config file {path}: {error.strerror}") from error
         except UnicodeDecodeError as error:
