@@ -68,6 +68,8 @@ def smoke_tests(config: Config) -> list[dict[str, Any]]:
             "agent": test.agent,
             "persona": test.persona_name,
             "turns": test.turns,
+            "stop_marker": test.stop_marker,
+            "repetitions": test.repetitions,
             "judges": test.judges,
             "min_score": test.min_score,
             "runs": [

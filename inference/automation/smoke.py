@@ -108,8 +108,8 @@ async def run_smoke_test(
 
 @dataclass(frozen=True)
 class _Conversation:
-    """One conversation of a run; its lines go into the run's ``transcript`` (numbered
-    when the run holds more than one)."""
+    """One conversation of a run; its lines go into the run's ``transcript``, each with
+    its conversation's number (from 1)."""
 
     test: SmokeTestConfig
     number: int
@@ -144,8 +144,7 @@ class _Conversation:
     def _add(self, lines: list[dict[str, Any]], role: str, text: str) -> None:
         line: dict[str, Any] = {"role": role, "text": text}
         lines.append(line)
-        numbered = {"conversation": self.number + 1} if self.test.repetitions > 1 else {}
-        self.transcript.append({**line, **numbered})
+        self.transcript.append({**line, "conversation": self.number + 1})
 
 
 # What the persona is told when it opens the conversation itself.
@@ -205,7 +204,7 @@ async def _judge(
     )
     quoted = json.dumps(
         [{"speaker": "user" if line["role"] == "persona" else "agent", "text": line["text"],
-          **({"conversation": line["conversation"]} if "conversation" in line else {})}
+          "conversation": line.get("conversation", 1)}
          for line in transcript],
         ensure_ascii=False,
     )  # fmt: skip
