@@ -425,3 +425,70 @@ def test_check_config_prints_the_warnings_and_passes(
     path.write_text(OPENAI + AGENTS + "storage: {backend: s3}\n")
     with pytest.raises(CommandError):
         call_command("check_config", str(path))
+
+
+# Admin writes
+
+
+COULISSE_FILE = """\
+# Written as a Coulisse user writes it.
+memory:
+  user_state: true   # long-term memory for every agent
+
+vars:
+  company: Initech
+
+providers:
+  openai:
+    api_key: sk-test
+
+mcp:
+  docs:
+    url: http://docs.internal:7000
+    oauth: false   # trusts the caller
+
+agents:
+  - name: clerk
+    provider: openai
+    model: m
+    max_turns: 4
+    preamble: You answer for ${vars.company}.
+
+# Proactive runs.
+triggers:
+  - name: standup
+    type: cron
+    schedule: "0 9 * * 1-5"
+    agent: clerk
+    prompt: Standup.
+
+server:
+  worker_threads: 4
+"""
+
+
+@pytest.mark.django_db
+def test_an_admin_write_keeps_coulisse_sections_and_comments(tmp_path: Path) -> None:
+    from agents import store
+    from agents.resources import AGENTS
+    from agents.snapshot import ConfigHolder
+
+    path = tmp_path / "gateway.yaml"
+    path.write_text(COULISSE_FILE)
+    holder = ConfigHolder(path)
+    assert holder.reload()
+
+    store.create_item(
+        holder, AGENTS, {"name": "second", "provider": "openai", "model": "m"}, store.Author("t")
+    )
+
+    text = path.read_text()
+    added = "\n  - name: second\n    provider: openai\n    model: m\n\n# Proactive runs.\n"
+    assert text == COULISSE_FILE.replace("\n\n# Proactive runs.\n", added)
+    config = holder.config
+    assert config is not None
+    # The new agent means what user_state says, as the others do.
+    memories = [agent.memory for agent in config.agents]
+    assert all(memory is not None and memory.embedder == "memory:embedder" for memory in memories)
+    assert config.agents[0].preamble == "You answer for Initech."
+    assert [t.kind for t in config.triggers] == ["schedule"]
