@@ -26,7 +26,7 @@ _UNUSED = {
         "per user with GATEWAY_SECRET_KEY"
     ),
     "storage.max_total_bytes": "the gateway bounds each user's files (files.max_user_mb)",
-    "telemetry.fmt": "the gateway's log format is set by GATEWAY_LOG_FORMAT",
+    "telemetry.fmt": "the gateway always logs JSON lines to stderr",
 }
 
 
