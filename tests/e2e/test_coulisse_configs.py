@@ -63,6 +63,7 @@ agents:
     model: gpt-greeting
     mcp_tools: [{{server: greeter, only: [say_hello]}}]
   - {{name: helper, provider: openai, model: gpt-helper, purpose: Helps the clerk.}}
+  - {{name: diarist, provider: openai, model: gpt-diarist}}
 experiments:
   - name: front
     strategy: split
@@ -85,6 +86,10 @@ smoke_tests:
     initial_message: I was charged twice.
     stop_marker: "[FIN]"
     max_turns: 5
+  - name: opener
+    target: helper
+    persona: {{provider: openai, model: gpt-opener, preamble: You open.}}
+    max_turns: 1
 server:
   worker_threads: 4
   max_body_bytes: 4096
@@ -161,13 +166,13 @@ def test_vars_reach_the_upstream_substituted_and_max_turns_bounds_the_tool_round
 def test_user_state_remembers_for_the_principal_with_the_model_it_names(
     server: GatewayServer, fake: FakeUpstream
 ) -> None:
-    response = chat(server, "clerk", "I like tea.")
+    response = chat(server, "diarist", "I like tea.")
     assert response.status_code == 200, response.text
 
     def stored() -> list[tuple[str, str]]:
         with sqlite3.connect(Path(server.workdir) / "gateway.sqlite3") as database:
             return database.execute(
-                "SELECT user_id, text FROM inference_memory WHERE agent = 'clerk'"
+                "SELECT user_id, text FROM inference_memory WHERE agent = 'diarist'"
             ).fetchall()
 
     # identity: from_credential: the Basic username is the user, not default_user_id.
@@ -208,7 +213,7 @@ def test_a_coulisse_smoke_test_stops_at_its_marker_and_holds_its_repetitions(
 
     def done() -> dict[str, Any] | None:
         tests = httpx.get(f"{server.url}/admin/smoke-tests", headers=JSON, timeout=10).json()
-        (test,) = tests["data"]
+        test = next(test for test in tests["data"] if test["name"] == "angry")
         runs = [run for run in test["runs"] if run["id"] == started.json()["id"]]
         return runs[0] if runs and runs[0]["status"] in ("done", "failed") else None
 
@@ -258,3 +263,31 @@ def test_server_max_body_bytes_bounds_v1_bodies_and_keys_without_effect_are_warn
     events = [json.loads(line) for line in server.log().splitlines() if line.startswith("{")]
     warned = {event["key"] for event in events if event.get("event") == "config_warning"}
     assert warned == {"server.worker_threads", "sidecars"}
+
+
+def test_a_persona_without_an_initial_message_opens_the_conversation(
+    server: GatewayServer, fake: FakeUpstream
+) -> None:
+    fake.answer_when(is_model("gpt-opener"), Reply.of_text("Hello, I need help."))
+    fake.answer_when(is_model("gpt-helper"), Reply.of_text("Sure."))
+    started = httpx.post(f"{server.url}/admin/smoke-tests/opener/runs", json={}, timeout=10)
+    assert started.status_code == 202, started.text
+
+    def done() -> dict[str, Any] | None:
+        tests = httpx.get(f"{server.url}/admin/smoke-tests", headers=JSON, timeout=10).json()
+        test = next(test for test in tests["data"] if test["name"] == "opener")
+        finished = [run for run in test["runs"] if run["status"] in ("done", "failed")]
+        return finished[0] if finished else None
+
+    run = wait_for(done, "the smoke test's run")
+    assert run["transcript"] == [
+        {"role": "persona", "text": "Hello, I need help.", "conversation": 1},
+        {"role": "agent", "text": "Sure.", "conversation": 1},
+    ]
+    (opening,) = calls_of(fake, "gpt-opener")
+    asked = [m for m in opening.body["messages"] if m["role"] != "system"]
+    assert [m["role"] for m in asked] == ["user"]  # asked to open, in its role
+    helper = calls_of(fake, "gpt-helper")[-1]
+    assert [m["content"] for m in helper.body["messages"] if m["role"] == "user"] == [
+        "Hello, I need help."
+    ]
