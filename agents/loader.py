@@ -15,8 +15,8 @@ from ruamel.yaml.error import YAMLError
 
 from agents import coulisse, masking
 from agents.schema import Config
-from agents.skills.catalog import discover
-from agents.validation import cross_validate
+from agents.skills.catalog import DEFAULT_DIR, discover
+from agents.validation import cross_validate, skill_warnings
 from agents.yamldoc import describe_yaml_error, parse
 
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -63,18 +63,21 @@ def load_config_data(data: Any, base: Path | None = None) -> Config:
     problems += cross_validate(config)
     if problems:
         raise ConfigError(_without_secrets(problems, data, expanded))
-    config._warnings = tuple(warnings)
+    config._warnings = (*warnings, *skill_warnings(config))
     return config
 
 
 def _locate(config: Config, base: Path | None) -> None:
     """What the config names on disk: its folder (``base``), where its relative paths
     start, and the skills under ``skills.dir``, read with every load so that a change to
-    a SKILL.md applies (or is refused) like a change to the file."""
+    a SKILL.md applies (or is refused) like a change to the file. Without a ``skills``
+    section, ``./skills`` is read when it exists, as Coulisse does."""
     if base is not None:
         config._base = base
     if config.skills is not None:
         config._skills = discover(config.folder(config.skills.dir))
+    elif (default := config.folder(DEFAULT_DIR)).is_dir():  # Coulisse's: scanned unasked
+        config._skills = discover(default)
 
 
 def _without_secrets(problems: list[str], *configs: dict[str, Any]) -> list[str]:

@@ -16,12 +16,14 @@ from agents.schema import (
     AgentConfig,
     AuthScope,
     Config,
+    ConfigWarning,
     EmbedderConfig,
     ExperimentConfig,
     JudgeConfig,
     McpOAuthConfig,
     Upstream,
 )
+from agents.skills.catalog import DEFAULT_DIR as DEFAULT_SKILLS_DIR
 from core.providerkinds import BILLING_KINDS, EMBEDDING_KINDS, KIND_NAMES
 
 
@@ -475,27 +477,35 @@ def _check_aliases(config: Config) -> Iterator[str]:
 
 def _check_skills(config: Config) -> Iterator[str]:
     """What discovery found wrong under skills.dir (every SKILL.md, listed by an agent
-    or not), and the skills agents list."""
+    or not), and the skills agents list twice (an unknown one is warned:
+    ``skill_warnings``)."""
     catalog = config.skill_catalog
     yield from catalog.problems
     for skill in catalog.skills.values():
         if not NAME_PATTERN.fullmatch(skill.name):
             yield f"skills: {skill.source}: {skill.name!r} is not a valid name ({_NAME_RULE})"
     for index, agent in enumerate(config.agents):
-        if agent.skills and config.skills is None:
-            yield (
-                f"agents[{index}].skills: needs skills.dir, the folder of the skills "
-                "(a top-level skills: {dir: ...} section)"
-            )
-            continue
         seen: set[str] = set()
         for position, name in enumerate(agent.skills):
-            path = f"agents[{index}].skills[{position}]"
             if name in seen:
-                yield f"{path}: '{name}' is listed twice"
-            elif config.skill(name) is None:
-                yield f"{path}: skill '{name}' is not defined (no SKILL.md under skills.dir names it)"
+                yield f"agents[{index}].skills[{position}]: '{name}' is listed twice"
             seen.add(name)
+
+
+def skill_warnings(config: Config) -> list[ConfigWarning]:
+    """The skills agents list that no SKILL.md names: the agents go without them (as in
+    Coulisse)."""
+    where = "skills.dir" if config.skills is not None else DEFAULT_SKILLS_DIR
+    return [
+        ConfigWarning(
+            f"agents[{index}].skills[{position}]",
+            f"skill '{name}' is not defined (no SKILL.md under {where} names it): the agent "
+            "goes without it",
+        )
+        for index, agent in enumerate(config.agents)
+        for position, name in enumerate(agent.skills)
+        if config.skill(name) is None
+    ]
 
 
 HOOKS = "/hooks/"  # the webhooks' paths: /hooks/<name>
