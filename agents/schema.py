@@ -425,6 +425,9 @@ class FilesConfig(Finite):
     dir: str = Field(default="./files", description="Where the bytes are kept.")
     max_file_mb: float = Field(default=25, gt=0, description="The largest file, in MiB.")
     max_user_mb: float = Field(default=500, gt=0, description="One user's files, in MiB.")
+    max_total_mb: float | None = Field(
+        default=None, gt=0, description="All users' files together, in MiB (none: no bound)."
+    )
     max_pdf_pages: int = Field(
         default=500, ge=1, description="Pages of a PDF whose text is read; the rest are not."
     )

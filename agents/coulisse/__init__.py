@@ -25,7 +25,6 @@ _UNUSED = {
         "the gateway has no connect-link endpoint to guard; its connect links are signed "
         "per user with GATEWAY_SECRET_KEY"
     ),
-    "storage.max_total_bytes": "the gateway bounds each user's files (files.max_user_mb)",
     "telemetry.fmt": "the gateway always logs JSON lines to stderr",
 }
 

@@ -103,7 +103,8 @@ def server(data: dict[str, Any]) -> None:
 
 
 def storage(data: dict[str, Any], problems: list[str]) -> None:
-    """``storage: {backend: local, max_file_bytes}`` is ``files`` (``s3`` is refused)."""
+    """``storage: {backend: local, max_file_bytes, max_total_bytes}`` is ``files`` (``s3``
+    is refused)."""
     storage = data.get("storage")
     if not isinstance(storage, dict):
         return
@@ -113,8 +114,12 @@ def storage(data: dict[str, Any], problems: list[str]) -> None:
             f"storage.backend: {backend!r} is not served here; files are kept on the local "
             "file system (files.dir)"
         )
-    size = storage.get("max_file_bytes")
-    if isinstance(size, int | float) and not isinstance(size, bool):
-        files = data.setdefault("files", {})
-        if isinstance(files, dict):
-            files.setdefault("max_file_mb", size / _MIB)
+    for coulisse_key, ours in (
+        ("max_file_bytes", "max_file_mb"),
+        ("max_total_bytes", "max_total_mb"),
+    ):
+        size = storage.get(coulisse_key)
+        if isinstance(size, int | float) and not isinstance(size, bool):
+            files = data.setdefault("files", {})
+            if isinstance(files, dict):
+                files.setdefault(ours, size / _MIB)

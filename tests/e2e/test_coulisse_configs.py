@@ -93,6 +93,9 @@ smoke_tests:
 server:
   worker_threads: 4
   max_body_bytes: 4096
+storage:
+  backend: local
+  max_total_bytes: 3000
 sidecars: {{}}
 """
 
@@ -291,3 +294,25 @@ def test_a_persona_without_an_initial_message_opens_the_conversation(
     assert [m["content"] for m in helper.body["messages"] if m["role"] == "user"] == [
         "Hello, I need help."
     ]
+
+
+def test_storage_max_total_bytes_bounds_all_files_together(server: GatewayServer) -> None:
+    def upload(size: int) -> httpx.Response:
+        files = {"file": ("notes.txt", b"x" * size, "text/plain")}
+        return httpx.post(
+            f"{server.url}/v1/files",
+            files=files,
+            data={"purpose": "user_data"},
+            auth=CREDENTIALS,
+            timeout=10,
+        )
+
+    kept = upload(2000)
+    assert kept.status_code == 200, kept.text
+    refused = upload(2000)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["code"] == "quota_exceeded"
+    assert "files.max_total_mb" in refused.json()["error"]["message"]
+    gone = httpx.delete(f"{server.url}/v1/files/{kept.json()['id']}", auth=CREDENTIALS)
+    assert gone.status_code == 200
+    assert upload(2000).status_code == 200

@@ -370,13 +370,12 @@ auth: {mcp_consumer_secret: s, mcp_admin: {token: t}}
     assert telemetry.headers == {"authorization": "Bearer t"}
     assert (config.server.bind, config.server.port) == ("127.0.0.1", 9000)
     assert config.limits.max_body_mb == 8
-    assert config.files.max_file_mb == 1
+    assert (config.files.max_file_mb, config.files.max_total_mb) == (1, 1024)
     assert sorted(warned(config)) == [
         "auth.mcp_admin",
         "auth.mcp_consumer_secret",
         "server.worker_threads",
         "sidecars",
-        "storage.max_total_bytes",
         "telemetry.fmt",
     ]
 
