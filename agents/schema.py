@@ -259,9 +259,11 @@ class McpOAuthConfig(Section):
         default=None,
         description="A client registered by hand (none: dynamic client registration).",
     )
-    mode: Literal["discover", "static"] = Field(
+    mode: Literal["discover", "static", "when_asked"] = Field(
         default="discover",
-        description="static: a confidential client with the endpoints below, nothing discovered.",
+        description="static: a confidential client with the endpoints below, nothing "
+        "discovered; when_asked: users without a token are served without one until the "
+        "server answers 401.",
     )
     authorization_url: str | None = None
     token_url: str | None = None

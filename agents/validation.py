@@ -358,7 +358,11 @@ def _check_oauth(path: str, transport: str, oauth: McpOAuthConfig) -> Iterator[s
 def _check_public_base_url(config: Config) -> Iterator[str]:
     """The connect links of MCP servers that sign users in are opened by the users'
     browsers: they need the gateway's address as those browsers reach it."""
-    signing_in = [name for name, server in config.mcp.items() if server.oauth is not None]
+    signing_in = [
+        name
+        for name, server in config.mcp.items()
+        if server.oauth is not None and server.oauth.mode != "when_asked"  # warned instead
+    ]
     url = config.public_base_url
     if url is None or not url.strip():
         if signing_in:

@@ -38,7 +38,7 @@ def translate(
     warnings: list[ConfigWarning] = []
     data = sections.substitute_vars(data, problems)
     memory.memory_for_all(data, problems, warnings)
-    sections.mcp(data)
+    sections.mcp(data, warnings)
     automation.triggers(data, problems, warnings)
     automation.smoke_tests(data)
     sections.identity(data, problems)

@@ -34,10 +34,11 @@ def substitute_vars(data: dict[str, Any], problems: list[str]) -> dict[str, Any]
     return {**strings(rest, "", change), **({"vars": declared} if "vars" in data else {})}
 
 
-def mcp(data: dict[str, Any]) -> None:
+def mcp(data: dict[str, Any], warnings: list[ConfigWarning]) -> None:
     """A server's transport follows its shape (``command``: stdio; ``url``: Streamable
-    HTTP, or SSE when its path ends in /sse); ``oauth: false`` is no OAuth."""
-    for server in mapping(data.get("mcp")).values():
+    HTTP, or SSE when its path ends in /sse); such a URL server without ``oauth`` signs
+    users in when it answers 401 (``mode: when_asked``); ``oauth: false`` is no OAuth."""
+    for name, server in mapping(data.get("mcp")).items():
         if not isinstance(server, dict):
             continue
         if "transport" not in server:
@@ -46,6 +47,13 @@ def mcp(data: dict[str, Any]) -> None:
             elif isinstance(server.get("url"), str):
                 path = urlsplit(server["url"]).path.rstrip("/")
                 server["transport"] = "sse" if path.endswith("/sse") else "http"
+            if "url" in server and "oauth" not in server:
+                server["oauth"] = {"mode": "when_asked"}
+                if not data.get("public_base_url"):
+                    warnings.append(
+                        ConfigWarning(f"mcp.{name}", "without public_base_url, users cannot "
+                                      "be signed in should the server ask (its 401)")
+                    )  # fmt: skip
         if server.get("oauth") is False:
             del server["oauth"]
 

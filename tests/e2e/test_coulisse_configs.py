@@ -38,8 +38,12 @@ vars:
   company: Initech
 providers:
   openai: {{api_key: sk-test, base_url: '{fake_base_url(fake)}', retries: {{attempts: 0}}}}
+public_base_url: http://127.0.0.1:1   # connect links; no server here asks for one
 mcp:
-  greeter:
+  greeter:                             # Coulisse's shape: SSE, signs users in if asked
+    url: http://127.0.0.1:{sse_port}/sse
+  shared-greeter:                      # ours: one session over SSE
+    transport: sse
     url: http://127.0.0.1:{sse_port}/sse
 auth:
   proxy:
@@ -61,7 +65,7 @@ agents:
   - name: greeting
     provider: openai
     model: gpt-greeting
-    mcp_tools: [{{server: greeter, only: [say_hello]}}]
+    mcp_tools: [{{server: greeter, only: [say_hello]}}, {{server: shared-greeter, only: [add]}}]
   - {{name: helper, provider: openai, model: gpt-helper, purpose: Helps the clerk.}}
   - {{name: diarist, provider: openai, model: gpt-diarist}}
 experiments:
@@ -239,23 +243,29 @@ def test_a_coulisse_smoke_test_stops_at_its_marker_and_holds_its_repetitions(
 
 
 def test_an_sse_url_is_served_over_sse(server: GatewayServer, fake: FakeUpstream) -> None:
-    state = wait_for(
-        lambda: (
-            found
-            if (found := httpx.get(f"{server.url}/admin/mcp/greeter/state", headers=JSON).json())[
-                "state"
-            ]
-            == "connected"
-            else None
-        ),
-        "the SSE server's session",
+    def state(name: str) -> dict[str, Any]:
+        found: dict[str, Any] = httpx.get(
+            f"{server.url}/admin/mcp/{name}/state", headers=JSON, timeout=10
+        ).json()
+        return found
+
+    shared = wait_for(
+        lambda: found if (found := state("shared-greeter"))["state"] == "connected" else None,
+        "the shared SSE session",
     )
-    assert state["transport"] == "sse"
-    fake.script(Reply.of_tool_calls(("say_hello", {"name": "Ana"})), Reply.of_text("Done."))
+    assert shared["transport"] == "sse"
+    # Written without transport and oauth: SSE, a session per user (none asked for here).
+    assert (state("greeter")["transport"], state("greeter")["state"]) == ("sse", "per-user")
+    fake.script(
+        Reply.of_tool_calls(("say_hello", {"name": "Ana"}), ("add", {"a": 2, "b": 3})),
+        Reply.of_text("Done."),
+    )
 
     assert chat(server, "greeting", "Greet Ana.").status_code == 200
-    tool_result = calls_of(fake, "gpt-greeting")[-1].body["messages"][-1]
-    assert tool_result["role"] == "tool" and "Hello, Ana!" in tool_result["content"]
+    results = [
+        m for m in calls_of(fake, "gpt-greeting")[-1].body["messages"] if m["role"] == "tool"
+    ]
+    assert [m["content"] for m in results] == ["Hello, Ana!", "5"]
 
 
 def test_server_max_body_bytes_bounds_v1_bodies_and_keys_without_effect_are_warned(

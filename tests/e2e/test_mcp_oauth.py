@@ -85,10 +85,14 @@ mcp:
       redirect_uri: {fixed_callback}
       scopes: [{SCOPE}]
   greeter: {{transport: http, url: 'http://127.0.0.1:{greeter_port}/mcp'}}
+  notes-asks: {{url: '{mcp_url}'}}                              # Coulisse's shape
+  greeter-asks: {{url: 'http://127.0.0.1:{greeter_port}/mcp'}}  # Coulisse's, no credentials
 agents:
   - {{name: notes-agent, provider: openai, model: m, mcp_tools: [{{server: notes, only: [whoami]}}]}}
   - {{name: static-agent, provider: openai, model: m, mcp_tools: [{{server: notes-static, only: [whoami]}}]}}
   - {{name: fixed-agent, provider: openai, model: m, mcp_tools: [{{server: notes-fixed, only: [whoami]}}]}}
+  - {{name: asks-agent, provider: openai, model: m, mcp_tools: [{{server: notes-asks, only: [whoami]}}]}}
+  - {{name: open-greeter, provider: openai, model: m, mcp_tools: [{{server: greeter-asks, only: [say_hello]}}]}}
   - {{name: open-agent, provider: openai, model: m, mcp_tools: [{{server: notes}}]}}
   - name: mixed-agent
     provider: openai
@@ -154,7 +158,11 @@ def follow(world: World, link: str, signs_in: str) -> httpx.Response:
 def connected(
     world: World, fake: FakeUpstream, user: str, signs_in: str, agent: str = "notes-agent"
 ) -> None:
-    server = {"static-agent": "notes-static", "fixed-agent": "notes-fixed"}.get(agent, "notes")
+    server = {
+        "static-agent": "notes-static",
+        "fixed-agent": "notes-fixed",
+        "asks-agent": "notes-asks",
+    }.get(agent, "notes")
     link = connect_link(world, call_tool(world, fake, user, agent), server)
     page = follow(world, link, signs_in)
     assert page.status_code == 200, page.text
@@ -403,6 +411,26 @@ def test_a_static_server_signs_in_at_its_endpoints_as_a_confidential_client(
     assert asked["redirect_uri"] == f"{world.gateway.url}/mcp/notes-fixed/oauth/callback"
     assert world.auth.registrations == registrations
     assert call_tool(world, openai_fake, user, "fixed-agent") == "whoami: lena"
+
+
+def test_a_url_server_without_oauth_signs_users_in_only_when_it_asks(
+    world: World, openai_fake: FakeUpstream, user: str
+) -> None:
+    """Coulisse's URL servers written without ``oauth``: one that answers 401 gets each
+    user's account, one that needs no credentials serves everyone without a sign-in."""
+    openai_fake.reset()
+    openai_fake.script(Reply.of_tool_calls(("say_hello", {"name": "Ana"})), Reply.of_text("Hi."))
+    chat(world, user, "open-greeter")
+    _, results = sent_tool_calls_and_results("openai", openai_fake.requests[-1].body)
+    assert [result for _, result in results] == ["Hello, Ana!"]
+    # Listed from the server (its own description), no connect tool, no link.
+    assert offered(openai_fake)["say_hello"]["description"] == "Greets someone by name."
+
+    assert "has not connected their account at 'notes-asks'" in call_tool(
+        world, openai_fake, user, "asks-agent"
+    )
+    connected(world, openai_fake, user, "mona", agent="asks-agent")
+    assert call_tool(world, openai_fake, user, "asks-agent") == "whoami: mona"
 
 
 def test_an_agent_without_only_offers_a_tool_that_connects_the_account(

@@ -153,6 +153,22 @@ mcp:
         "signed": "http",
     }
     assert config.mcp["inside"].oauth is None
+    # Written without oauth (Coulisse's shape): users are signed in if the server asks.
+    modes = {
+        name: server.oauth.mode if server.oauth is not None else None
+        for name, server in config.mcp.items()
+    }
+    assert modes == {
+        "local": None,
+        "remote": "when_asked",
+        "legacy": "when_asked",
+        "legacy_slash": "when_asked",
+        "inside": None,
+        "pinned": None,  # our shape (transport written): a shared session, as before
+        "signed": "discover",
+    }
+    without_base = load(OPENAI + AGENTS + "mcp: {remote: {url: 'https://mcp.example.com'}}\n")
+    assert "without public_base_url" in warned(without_base)["mcp.remote"]
     oauth = config.mcp["signed"].oauth
     assert oauth is not None and oauth.scopes == ["read"] and oauth.mode == "discover"
 
