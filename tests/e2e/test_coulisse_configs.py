@@ -8,6 +8,7 @@ its repetitions, an MCP server at a ``/sse`` URL is reached over SSE, and the ke
 without effect are warned in the log."""
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -326,3 +327,14 @@ def test_storage_max_total_bytes_bounds_all_files_together(server: GatewayServer
     gone = httpx.delete(f"{server.url}/v1/files/{kept.json()['id']}", auth=CREDENTIALS)
     assert gone.status_code == 200
     assert upload(2000).status_code == 200
+
+
+def test_the_admin_shows_an_agent_as_loaded(server: GatewayServer) -> None:
+    page = httpx.get(
+        f"{server.url}/admin/agents/clerk", headers={"Accept": "text/html"}, timeout=10
+    )
+    assert page.status_code == 200, page.text
+    shown = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page.text.split('class="as-loaded"')[1]))
+    assert "You answer for Initech." in shown
+    assert "1 (max_turns)" in shown
+    assert "on: embedder memory:embedder, extractor openai/gpt-learner, recall 2" in shown
