@@ -333,6 +333,10 @@ class AuthScope(Section):
 class AuthConfig(Section):
     proxy: AuthScope | None = None
     admin: AuthScope | None = None
+    mcp_consumer_secret: str | None = Field(
+        default=None,
+        description="Coulisse's: the bearer secret of POST /mcp/{server}/connect-link.",
+    )
 
 
 class HistoryConfig(Section):

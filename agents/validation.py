@@ -395,6 +395,12 @@ def _check_pricing(config: Config) -> Iterator[str]:
 def _check_auth(config: Config) -> Iterator[str]:
     if config.auth is None:
         return
+    consumer = config.auth.mcp_consumer_secret
+    if consumer is not None and not consumer.strip():
+        yield (
+            "auth.mcp_consumer_secret: must not be blank (remove it to turn "
+            "POST /mcp/{server}/connect-link off)"
+        )
     for scope_name in ("proxy", "admin"):
         scope: AuthScope | None = getattr(config.auth, scope_name)
         if scope is None:

@@ -21,10 +21,6 @@ _UNUSED = {
     "server.worker_threads": "the gateway's processes are set by serve --workers",
     "sidecars": "the gateway starts no sidecar processes",
     "auth.mcp_admin": "the gateway's admin is not served over MCP",
-    "auth.mcp_consumer_secret": (
-        "the gateway has no connect-link endpoint to guard; its connect links are signed "
-        "per user with GATEWAY_SECRET_KEY"
-    ),
     "telemetry.fmt": "the gateway always logs JSON lines to stderr",
 }
 

@@ -34,6 +34,7 @@ from tests.upstreams import api_key_of, fake_base_url, sent_tool_calls_and_resul
 JSON = {"Accept": "application/json"}
 SECRET_KEY = "mcp-oauth-test-secret-key"
 FIXED_SECRET = "fixed-client-secret-0123"
+CONSUMER_SECRET = "consumer-secret-4567"
 
 
 class World:
@@ -66,6 +67,8 @@ def world(
     fake = upstreams["openai"]
     config = f"""\
 public_base_url: http://127.0.0.1:{port}
+auth:
+  mcp_consumer_secret: ${{CONSUMER_SECRET}}
 providers:
   openai: {{api_key: {api_key_of("openai")}, base_url: '{fake_base_url(fake)}', timeout: 10}}
 mcp:
@@ -102,7 +105,11 @@ agents:
     gateway = GatewayServer(
         tmp_path_factory.mktemp("mcp-oauth"),
         config,
-        extra_env={"GATEWAY_SECRET_KEY": SECRET_KEY, "FIXED_CLIENT_SECRET": FIXED_SECRET},
+        extra_env={
+            "GATEWAY_SECRET_KEY": SECRET_KEY,
+            "FIXED_CLIENT_SECRET": FIXED_SECRET,
+            "CONSUMER_SECRET": CONSUMER_SECRET,
+        },
     ).start(port=port)
     yield World(auth, mcp_url, gateway)
     gateway.stop()
@@ -431,6 +438,34 @@ def test_a_url_server_without_oauth_signs_users_in_only_when_it_asks(
     )
     connected(world, openai_fake, user, "mona", agent="asks-agent")
     assert call_tool(world, openai_fake, user, "asks-agent") == "whoami: mona"
+
+
+def test_a_script_with_the_consumer_secret_gets_a_users_connect_link(
+    world: World, openai_fake: FakeUpstream, user: str
+) -> None:
+    """Coulisse's ``POST /mcp/{server}/connect-link``, guarded by auth.mcp_consumer_secret."""
+
+    def ask(server: str, secret: str, **params: str) -> httpx.Response:
+        return httpx.post(
+            f"{world.gateway.url}/mcp/{server}/connect-link",
+            params=params,
+            headers={"Authorization": f"Bearer {secret}"},
+            timeout=10,
+        )
+
+    assert ask("notes", "wrong", user_id=user).status_code == 401
+    assert ask("notes", CONSUMER_SECRET).status_code == 422
+    assert ask("nothing", CONSUMER_SECRET, user_id=user).status_code == 404
+    assert ask("greeter", CONSUMER_SECRET, user_id=user).status_code == 404  # signs no one in
+    answer = ask("notes", CONSUMER_SECRET, user_id=user)
+    assert answer.status_code == 200, answer.text
+    link = answer.json()["url"]
+    assert world.link_pattern("notes").fullmatch(link)
+
+    page = follow(world, link, "nina")
+
+    assert page.status_code == 200 and "is connected" in page.text
+    assert call_tool(world, openai_fake, user) == "whoami: nina"
 
 
 def test_an_agent_without_only_offers_a_tool_that_connects_the_account(

@@ -387,9 +387,9 @@ auth: {mcp_consumer_secret: s, mcp_admin: {token: t}}
     assert (config.server.bind, config.server.port) == ("127.0.0.1", 9000)
     assert config.limits.max_body_mb == 8
     assert (config.files.max_file_mb, config.files.max_total_mb) == (1, 1024)
+    assert config.auth is not None and config.auth.mcp_consumer_secret == "s"
     assert sorted(warned(config)) == [
         "auth.mcp_admin",
-        "auth.mcp_consumer_secret",
         "server.worker_threads",
         "sidecars",
         "telemetry.fmt",
