@@ -13,10 +13,10 @@ from typing import Any
 from pydantic import ValidationError
 from ruamel.yaml.error import YAMLError
 
-from agents import masking
+from agents import coulisse, masking
 from agents.schema import Config
-from agents.skills.catalog import discover
-from agents.validation import cross_validate
+from agents.skills.catalog import DEFAULT_DIR, discover
+from agents.validation import cross_validate, skill_warnings, unknown_keys
 from agents.yamldoc import describe_yaml_error, parse
 
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -52,7 +52,7 @@ def load_config_data(data: Any, base: Path | None = None) -> Config:
     if not isinstance(data, dict):
         raise ConfigError(["(file): the config must be a mapping of sections"])
     problems: list[str] = []
-    expanded = _expand_env(data, "", problems)
+    expanded, warnings = coulisse.translate(_expand_env(data, "", problems), problems)
     try:
         config = Config.model_validate(expanded)
     except ValidationError as error:
@@ -63,17 +63,21 @@ def load_config_data(data: Any, base: Path | None = None) -> Config:
     problems += cross_validate(config)
     if problems:
         raise ConfigError(_without_secrets(problems, data, expanded))
+    config._warnings = (*warnings, *skill_warnings(config), *unknown_keys(config))
     return config
 
 
 def _locate(config: Config, base: Path | None) -> None:
     """What the config names on disk: its folder (``base``), where its relative paths
     start, and the skills under ``skills.dir``, read with every load so that a change to
-    a SKILL.md applies (or is refused) like a change to the file."""
+    a SKILL.md applies (or is refused) like a change to the file. Without a ``skills``
+    section, ``./skills`` is read when it exists, as Coulisse does."""
     if base is not None:
         config._base = base
     if config.skills is not None:
         config._skills = discover(config.folder(config.skills.dir))
+    elif (default := config.folder(DEFAULT_DIR)).is_dir():  # Coulisse's: scanned unasked
+        config._skills = discover(default)
 
 
 def _without_secrets(problems: list[str], *configs: dict[str, Any]) -> list[str]:

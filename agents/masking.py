@@ -23,6 +23,11 @@ SECRET_PATHS = (
     ("auth", "*", "basic", "password"),
     ("auth", "*", "oidc", "client_secret"),
     ("telemetry", "headers", "*"),  # a collector's credentials
+    ("mcp", "*", "oauth", "client_secret"),  # a static client's (Coulisse's shape)
+    # Coulisse's shapes of the same kinds of secrets
+    ("telemetry", "otlp", "headers", "*"),
+    ("auth", "mcp_consumer_secret"),
+    ("auth", "mcp_admin", "token"),
 )
 
 

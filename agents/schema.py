@@ -5,6 +5,7 @@ are allowed everywhere (``extra="allow"``): they are preserved on disk and ignor
 validation. Rules that involve more than one field live in ``agents.validation``.
 """
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,6 +14,18 @@ from pydantic_core import PydanticCustomError
 
 from agents.skills.catalog import Skill, SkillCatalog
 from core.providerkinds import ProviderKindName
+
+
+@dataclass(frozen=True)
+class ConfigWarning:
+    """A key of a config that loads which the gateway accepts without acting on it (it
+    never refuses the config; check_config prints it, the reload logs it)."""
+
+    path: str  # e.g. ``server.worker_threads``
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
 
 
 class Section(BaseModel):
@@ -127,17 +140,29 @@ class Served(Section):
     fallbacks: list[FallbackConfig] = []
 
 
+class Upstream(Section):
+    """A provider and a model, named inline (Coulisse's ``learn_from``, a persona)."""
+
+    provider: str
+    model: str
+
+
 class MemoryConfig(Section):
     """An agent's long-term memory of each user (docs/memory.md)."""
 
     embedder: str = Field(description="The embedder of the memories' vectors.")
     recall: int = Field(default=5, ge=1, description="Memories recalled before a turn.")
     max_tokens: int = Field(default=800, ge=1, description="The most the recalled list may use.")
-    extractor: str | None = Field(
-        default=None, description="The agent that picks the facts to keep (none: keep none)."
+    extractor: str | Upstream | None = Field(
+        default=None,
+        description="The agent (or {provider, model}) that picks the facts to keep (none: "
+        "keep none).",
     )
     dedup: float = Field(
         default=0.9, gt=0, le=1, description="Similarity at or above which a fact is known."
+    )
+    max_facts: int | None = Field(
+        default=None, ge=1, description="The most facts kept of one exchange (none: all)."
     )
 
 
@@ -183,6 +208,9 @@ class AgentConfig(Served):
         default=False,
         description="Our extension: the tools dispatch_task and task_status (docs/automation.md).",
     )
+    max_turns: int | None = Field(
+        default=None, ge=0, description="The most tool rounds of one of its turns."
+    )
 
 
 class JudgeConfig(Served):
@@ -226,20 +254,33 @@ class ExperimentConfig(Section):
 
 
 class McpOAuthConfig(Section):
-    """Our extension: an ``http`` MCP server called with each user's own access token,
-    which the user grants the gateway in a browser (OAuth 2.1 with PKCE)."""
+    """An ``http`` or ``sse`` MCP server called with each user's own access token, which
+    the user grants the gateway in a browser (OAuth 2.1 with PKCE)."""
 
     scopes: list[str] = Field(
         default=[], description="The scopes asked for (none: those the server advertises)."
     )
     client_id: str | None = Field(
         default=None,
-        description="A client registered by hand, public (none: dynamic client registration).",
+        description="A client registered by hand (none: dynamic client registration).",
     )
+    mode: Literal["discover", "static", "when_asked"] = Field(
+        default="discover",
+        description="static: a confidential client with the endpoints below, nothing "
+        "discovered; when_asked: users without a token are served without one until the "
+        "server answers 401.",
+    )
+    authorization_url: str | None = None
+    token_url: str | None = None
+    client_secret: str | None = None
+    redirect_uri: str | None = None
 
 
 class McpServerConfig(Section):
-    transport: Literal["stdio", "http"]
+    transport: Literal["stdio", "http", "sse"] = Field(
+        description="Inferred when absent: stdio with command, http with url (sse when its "
+        "path ends in /sse)."
+    )
     command: str | None = None
     args: list[str] = []
     env: dict[str, str] = {}
@@ -297,6 +338,10 @@ class AuthScope(Section):
 class AuthConfig(Section):
     proxy: AuthScope | None = None
     admin: AuthScope | None = None
+    mcp_consumer_secret: str | None = Field(
+        default=None,
+        description="Coulisse's: the bearer secret of POST /mcp/{server}/connect-link.",
+    )
 
 
 class HistoryConfig(Section):
@@ -374,6 +419,9 @@ class TelemetryConfig(Finite):
     headers: dict[str, str] = Field(
         default={}, description="Headers sent with every export (a collector's credentials)."
     )
+    service_name: str | None = Field(
+        default=None, description="The spans' service.name (else OTEL_SERVICE_NAME)."
+    )
     sample_rate: float = Field(default=1.0, ge=0, le=1)
     capture_content: bool = False
     store: bool = Field(
@@ -388,6 +436,9 @@ class FilesConfig(Finite):
     dir: str = Field(default="./files", description="Where the bytes are kept.")
     max_file_mb: float = Field(default=25, gt=0, description="The largest file, in MiB.")
     max_user_mb: float = Field(default=500, gt=0, description="One user's files, in MiB.")
+    max_total_mb: float | None = Field(
+        default=None, gt=0, description="All users' files together, in MiB (none: no bound)."
+    )
     max_pdf_pages: int = Field(
         default=500, ge=1, description="Pages of a PDF whose text is read; the rest are not."
     )
@@ -464,6 +515,13 @@ class EmbedderConfig(Section):
     )
 
 
+class ServerConfig(Section):
+    """Coulisse's ``server``: the address ``serve`` listens on by default."""
+
+    bind: str | None = Field(default=None, description="serve's default --host.")
+    port: int | None = Field(default=None, ge=1, le=65535, description="serve's default --port.")
+
+
 class WebhookConfig(Section):
     secret: str = Field(default="", description="The HMAC-SHA256 key of X-Gateway-Signature.")
 
@@ -487,6 +545,7 @@ class TriggerConfig(Section):
     )
     schedule: str | None = Field(default=None, description="Cron, 5 fields, UTC.")
     webhook: WebhookConfig | None = None
+    path: str | None = Field(default=None, description="A webhook's path (default /hooks/<name>).")
     on_start: bool = False
     deliver: DeliverConfig | None = None
 
@@ -507,14 +566,34 @@ class TriggerConfig(Section):
         return self.kinds[0]
 
 
+class PersonaConfig(Upstream):
+    """A smoke test's persona written inline (Coulisse's shape)."""
+
+    preamble: str = ""
+
+
 class SmokeTestConfig(Section):
-    """Our extension: an agent that plays the user for a few exchanges, then judged."""
+    """An agent (or experiment) that another model talks to for a few exchanges, then the
+    judges score the transcript."""
 
     name: str
-    agent: str
-    persona: str = Field(description="The agent that plays the user.")
-    opening: str = Field(description="The persona's first message.")
+    agent: str = Field(description="The agent or experiment tested.")
+    persona: str | PersonaConfig = Field(description="The agent that plays the user, or inline.")
+    opening: str | None = Field(
+        default=None, description="The persona's first message (none: the persona opens)."
+    )
     turns: int = Field(default=3, description="Exchanges (a persona message, an answer).")
+    stop_marker: str | None = Field(
+        default=None, description="A persona message containing it ends the conversation."
+    )
+    repetitions: int = Field(default=1, description="Conversations of one run.")
+
+    @property
+    def persona_name(self) -> str:
+        """The persona as runs record it: its agent's name, or the inline one's model."""
+        persona = self.persona
+        return persona if isinstance(persona, str) else f"{persona.provider}/{persona.model}"
+
     judges: list[str] = []
     min_score: float | None = Field(
         default=None, description="The least mean score of each judge for a run to pass."
@@ -545,6 +624,10 @@ class Config(Section):
     mcp_server: McpServerSettings = McpServerSettings()
     triggers: list[TriggerConfig] = []
     smoke_tests: list[SmokeTestConfig] = []
+    vars: dict[str, str | int | float | bool] = Field(
+        default={}, description="Texts that ${vars.<name>} in any string stands for."
+    )
+    server: ServerConfig = ServerConfig()
     public_base_url: str | None = Field(
         default=None,
         description="Our extension: the gateway's URL as a browser reaches it (MCP connect links).",
@@ -566,6 +649,13 @@ class Config(Section):
     # The skills found under skills.dir (agents.skills): read from disk, so the loader
     # fills it with every load, after _base.
     _skills: SkillCatalog = PrivateAttr(default_factory=SkillCatalog)
+
+    # Keys accepted without effect (agents.coulisse): the loader fills it.
+    _warnings: tuple[ConfigWarning, ...] = PrivateAttr(default=())
+
+    @property
+    def warnings(self) -> tuple[ConfigWarning, ...]:
+        return self._warnings
 
     @property
     def skill_catalog(self) -> SkillCatalog:
@@ -614,5 +704,41 @@ class Config(Section):
     def trigger(self, name: str) -> TriggerConfig | None:
         return next((trigger for trigger in self.triggers if trigger.name == name), None)
 
+    def hook(self, segment: str) -> TriggerConfig | None:
+        """The trigger whose webhook answers at /hooks/<segment>: its ``path``, else its name."""
+        return next(
+            (
+                trigger
+                for trigger in self.triggers
+                if (trigger.path or f"/hooks/{trigger.name}") == f"/hooks/{segment}"
+            ),
+            None,
+        )
+
     def smoke_test(self, name: str) -> SmokeTestConfig | None:
         return next((test for test in self.smoke_tests if test.name == name), None)
+
+    def persona(self, test: SmokeTestConfig) -> AgentConfig | None:
+        """The agent that plays the user of ``test`` (an inline persona is made one)."""
+        persona = test.persona
+        if isinstance(persona, str):
+            return self.agent(persona)
+        return AgentConfig(
+            name=f"persona:{test.name}",
+            provider=persona.provider,
+            model=persona.model,
+            preamble=persona.preamble,
+            history=False,
+        )
+
+    def extractor(self, memory: MemoryConfig) -> AgentConfig | None:
+        """The agent that picks the facts ``memory`` keeps (an inline one is made one)."""
+        extractor = memory.extractor
+        if extractor is None or isinstance(extractor, str):
+            return self.agent(extractor) if extractor is not None else None
+        return AgentConfig(
+            name="memory:extractor",
+            provider=extractor.provider,
+            model=extractor.model,
+            history=False,
+        )

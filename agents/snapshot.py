@@ -13,7 +13,6 @@ from pathlib import Path
 
 from agents.loader import ConfigError, load_config_text
 from agents.schema import Config
-from agents.validation import unknown_keys
 from core.logformat import log_event
 
 logger = logging.getLogger("gateway.config")
@@ -89,9 +88,14 @@ class ConfigHolder:
         if self.on_change is not None:
             self.on_change(self.snapshot)
         log_event(logger, "config_loaded", path=str(self.path), agents=len(config.agents))
-        if unknown := unknown_keys(config):
+        for warning in config.warnings:
             log_event(
-                logger, "config_unknown_keys", logging.WARNING, path=str(self.path), keys=unknown
+                logger,
+                "config_warning",
+                logging.WARNING,
+                path=str(self.path),
+                key=warning.path,
+                warning=warning.message,
             )
 
     def _reject(self, problems: list[str]) -> bool:

@@ -20,11 +20,14 @@ from agents.schema import (
     AgentConfig,
     AuthScope,
     Config,
+    ConfigWarning,
     EmbedderConfig,
     ExperimentConfig,
     JudgeConfig,
     McpOAuthConfig,
+    Upstream,
 )
+from agents.skills.catalog import DEFAULT_DIR as DEFAULT_SKILLS_DIR
 from core.providerkinds import BILLING_KINDS, EMBEDDING_KINDS, KIND_NAMES
 
 
@@ -327,8 +330,8 @@ def _check_mcp(config: Config) -> Iterator[str]:
             )
         if server.transport == "stdio" and not (server.command or "").strip():
             yield f"mcp.{name}.command: required with transport 'stdio'"
-        if server.transport == "http" and not (server.url or "").strip():
-            yield f"mcp.{name}.url: required with transport 'http'"
+        if server.transport != "stdio" and not (server.url or "").strip():
+            yield f"mcp.{name}.url: required with transport '{server.transport}'"
         if server.oauth is not None:
             yield from _check_oauth(f"mcp.{name}.oauth", server.transport, server.oauth)
     yield from _check_public_base_url(config)
@@ -339,7 +342,7 @@ _RESERVED_MCP_NAME = "connections"
 
 
 def _check_oauth(path: str, transport: str, oauth: McpOAuthConfig) -> Iterator[str]:
-    if transport != "http":
+    if transport == "stdio":
         yield (
             f"{path}: only with transport 'http' (users sign in to remote servers; a stdio "
             "server takes its credentials in env)"
@@ -350,12 +353,20 @@ def _check_oauth(path: str, transport: str, oauth: McpOAuthConfig) -> Iterator[s
     client_id = oauth.client_id
     if client_id is not None and not client_id.strip():
         yield f"{path}.client_id: must not be blank (remove it to register the gateway dynamically)"
+    if oauth.mode == "static":
+        for field in ("authorization_url", "token_url", "client_id"):
+            if not (getattr(oauth, field) or "").strip():
+                yield f"{path}.{field}: required with mode 'static'"
 
 
 def _check_public_base_url(config: Config) -> Iterator[str]:
     """The connect links of MCP servers that sign users in are opened by the users'
     browsers: they need the gateway's address as those browsers reach it."""
-    signing_in = [name for name, server in config.mcp.items() if server.oauth is not None]
+    signing_in = [
+        name
+        for name, server in config.mcp.items()
+        if server.oauth is not None and server.oauth.mode != "when_asked"  # warned instead
+    ]
     url = config.public_base_url
     if url is None or not url.strip():
         if signing_in:
@@ -388,6 +399,12 @@ def _check_pricing(config: Config) -> Iterator[str]:
 def _check_auth(config: Config) -> Iterator[str]:
     if config.auth is None:
         return
+    consumer = config.auth.mcp_consumer_secret
+    if consumer is not None and not consumer.strip():
+        yield (
+            "auth.mcp_consumer_secret: must not be blank (remove it to turn "
+            "POST /mcp/{server}/connect-link off)"
+        )
     for scope_name in ("proxy", "admin"):
         scope: AuthScope | None = getattr(config.auth, scope_name)
         if scope is None:
@@ -417,8 +434,11 @@ def _check_memory(config: Config) -> Iterator[str]:
         path = f"agents[{index}].memory"
         if memory.embedder not in embedders:
             yield f"{path}.embedder: embedder '{memory.embedder}' is not defined"
-        if memory.extractor is not None and memory.extractor not in agents:
-            yield f"{path}.extractor: agent '{memory.extractor}' is not defined"
+        extractor = memory.extractor
+        if isinstance(extractor, str) and extractor not in agents:
+            yield f"{path}.extractor: agent '{extractor}' is not defined"
+        elif isinstance(extractor, Upstream) and extractor.provider not in config.providers:
+            yield f"{path}.extractor.provider: provider '{extractor.provider}' is not configured"
 
 
 def _check_embedders(config: Config) -> Iterator[str]:
@@ -471,28 +491,38 @@ def _check_aliases(config: Config) -> Iterator[str]:
 
 def _check_skills(config: Config) -> Iterator[str]:
     """What discovery found wrong under skills.dir (every SKILL.md, listed by an agent
-    or not), and the skills agents list."""
+    or not), and the skills agents list twice (an unknown one is warned:
+    ``skill_warnings``)."""
     catalog = config.skill_catalog
     yield from catalog.problems
     for skill in catalog.skills.values():
         if not NAME_PATTERN.fullmatch(skill.name):
             yield f"skills: {skill.source}: {skill.name!r} is not a valid name ({_NAME_RULE})"
     for index, agent in enumerate(config.agents):
-        if agent.skills and config.skills is None:
-            yield (
-                f"agents[{index}].skills: needs skills.dir, the folder of the skills "
-                "(a top-level skills: {dir: ...} section)"
-            )
-            continue
         seen: set[str] = set()
         for position, name in enumerate(agent.skills):
-            path = f"agents[{index}].skills[{position}]"
             if name in seen:
-                yield f"{path}: '{name}' is listed twice"
-            elif config.skill(name) is None:
-                yield f"{path}: skill '{name}' is not defined (no SKILL.md under skills.dir names it)"
+                yield f"agents[{index}].skills[{position}]: '{name}' is listed twice"
             seen.add(name)
 
+
+def skill_warnings(config: Config) -> list[ConfigWarning]:
+    """The skills agents list that no SKILL.md names: the agents go without them (as in
+    Coulisse)."""
+    where = "skills.dir" if config.skills is not None else DEFAULT_SKILLS_DIR
+    return [
+        ConfigWarning(
+            f"agents[{index}].skills[{position}]",
+            f"skill '{name}' is not defined (no SKILL.md under {where} names it): the agent "
+            "goes without it",
+        )
+        for index, agent in enumerate(config.agents)
+        for position, name in enumerate(agent.skills)
+        if config.skill(name) is None
+    ]
+
+
+HOOKS = "/hooks/"  # the webhooks' paths: /hooks/<name>
 
 # The engine of the triggers' messages (docs/automation.md): Django's template language,
 # no HTML escaping (a message is text for a model, not a page).
@@ -519,12 +549,13 @@ def _check_unique_names(section: str, names: Sequence[str]) -> Iterator[str]:
 
 
 def _check_triggers(config: Config) -> Iterator[str]:
-    agents = {agent.name for agent in config.agents}
+    targets = {agent.name for agent in config.agents} | {exp.name for exp in config.experiments}
     yield from _check_unique_names("triggers", [trigger.name for trigger in config.triggers])
+    hooks: set[str] = set()
     for index, trigger in enumerate(config.triggers):
         path = f"triggers[{index}]"
-        if trigger.agent not in agents:
-            yield f"{path}.agent: agent '{trigger.agent}' is not defined"
+        if trigger.agent not in targets:
+            yield f"{path}.agent: agent or experiment '{trigger.agent}' is not defined"
         if not trigger.user.strip():
             yield f"{path}.user: must not be blank"
         try:
@@ -535,7 +566,14 @@ def _check_triggers(config: Config) -> Iterator[str]:
             yield f"{path}: must have exactly one of schedule, webhook or on_start: true"
         if trigger.schedule is not None and (problem := cron_problem(trigger.schedule)):
             yield f"{path}.schedule: {problem}"
-        if trigger.webhook is not None and not trigger.webhook.secret.strip():
+        if trigger.path is not None:
+            hook = trigger.path.removeprefix(HOOKS)
+            if not trigger.path.startswith(HOOKS) or not NAME_PATTERN.fullmatch(hook):
+                yield f"{path}.path: must be {HOOKS}<name> ({_NAME_RULE}), got {trigger.path!r}"
+            elif hook in hooks:
+                yield f"{path}.path: '{trigger.path}' is the path of another trigger"
+            hooks.add(hook)
+        elif trigger.webhook is not None and not trigger.webhook.secret.strip():
             yield f"{path}.webhook.secret: must be set (requests are signed with it)"
         deliver = trigger.deliver
         if deliver is not None:
@@ -547,14 +585,22 @@ def _check_triggers(config: Config) -> Iterator[str]:
 
 def _check_smoke_tests(config: Config) -> Iterator[str]:
     agents = {agent.name for agent in config.agents}
+    experiments = {experiment.name for experiment in config.experiments}
     judges = {judge.name for judge in config.judges}
     yield from _check_unique_names("smoke_tests", [test.name for test in config.smoke_tests])
     for index, test in enumerate(config.smoke_tests):
         path = f"smoke_tests[{index}]"
-        for field in ("agent", "persona"):
-            name = getattr(test, field)
-            if name not in agents:
-                yield f"{path}.{field}: agent '{name}' is not defined"
+        if test.agent not in agents | experiments:
+            yield f"{path}.agent: agent or experiment '{test.agent}' is not defined"
+        persona = test.persona
+        if isinstance(persona, str) and persona not in agents:
+            yield f"{path}.persona: agent '{persona}' is not defined"
+        elif not isinstance(persona, str) and persona.provider not in config.providers:
+            yield f"{path}.persona.provider: provider '{persona.provider}' is not configured"
+        if test.repetitions < 1:
+            yield f"{path}.repetitions: must be at least 1, got {test.repetitions}"
+        if test.stop_marker is not None and not test.stop_marker.strip():
+            yield f"{path}.stop_marker: must not be blank"
         for position, judge in enumerate(test.judges):
             if judge not in judges:
                 yield f"{path}.judges[{position}]: judge '{judge}' is not defined"
@@ -564,30 +610,32 @@ def _check_smoke_tests(config: Config) -> Iterator[str]:
             yield f"{path}.min_score: must be between 0 and 10, got {test.min_score}"
         if test.min_score is not None and not test.judges:
             yield f"{path}.min_score: needs at least one judge (their scores decide)"
-        if not test.opening.strip():
-            yield f"{path}.opening: must not be blank"
+        if test.opening is not None and not test.opening.strip():
+            yield f"{path}.opening: must not be blank (remove it to let the persona open)"
 
 
-def unknown_keys(config: Config) -> list[str]:
+def unknown_keys(config: Config) -> list[ConfigWarning]:
     """Keys the schema does not know inside the sections it does (an agent's
     ``histroy``): the config still loads (unknown keys are kept and ignored), but each is
     named with its path and the closest known key, so a typo is not silently a default:
     ``agents[0].histroy: not a key the gateway knows, ignored (did you mean `history`?)``.
     Unknown top-level sections are left alone: they are accepted on purpose (another
     service's sections in a shared file)."""
-    found: list[str] = []
+    found: list[ConfigWarning] = []
     for name in type(config).model_fields:
         _walk(getattr(config, name), name, found)
     return found
 
 
-def _walk(value: Any, path: str, found: list[str]) -> None:
+def _walk(value: Any, path: str, found: list[ConfigWarning]) -> None:
     if isinstance(value, BaseModel):
         known = list(type(value).model_fields)
         for key in value.model_extra or {}:
             closest = difflib.get_close_matches(str(key), known, n=1)
             hint = f" (did you mean `{closest[0]}`?)" if closest else ""
-            found.append(f"{path}.{key}: not a key the gateway knows, ignored{hint}")
+            found.append(
+                ConfigWarning(f"{path}.{key}", f"not a key the gateway knows, ignored{hint}")
+            )
         for name in known:
             _walk(getattr(value, name), f"{path}.{name}", found)
     elif isinstance(value, list | tuple):

@@ -23,12 +23,12 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.urls import path, re_path
 
 from agents.schema import Config, FilesConfig, LimitsConfig
+from agents.validation import HOOKS
 from core.afterresponse import response_scope
 from core.bodylimit import KIB, MIB, BodyLimitGate
 from core.logformat import log_stray_output
 from gateway import runtime
 from gateway.handler import get_asgi_application
-from gateway.hooks import HOOKS
 from gateway.server import draining
 
 django_asgi = get_asgi_application()  # loads the apps: the imports below need them

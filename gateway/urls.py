@@ -16,5 +16,8 @@ urlpatterns = [
     path("readyz", health.readyz),
     path("metrics", metrics.metrics),
     path("mcp/<str:server>/connect", mcp_accounts.connect, name="mcp_connect"),
+    path("mcp/<str:server>/connect-link", mcp_accounts.connect_link),
     path("mcp/<str:server>/callback", mcp_accounts.callback, name="mcp_callback"),
+    # Coulisse's callback path, as a static client's redirect_uri may name it.
+    path("mcp/<str:server>/oauth/callback", mcp_accounts.callback),
 ]

@@ -19,7 +19,6 @@ from adminui.rendering.negotiation import JSON, is_form, json_response, render, 
 from adminui.schemas import errors
 from agents import store
 from agents.schema import Config
-from agents.validation import unknown_keys
 
 YAML = "application/yaml"
 router = Router(tags=["config"])
@@ -96,8 +95,8 @@ def _editor(
     request: AdminRequest, form: ConfigForm, etag: str | None, status: int = 200
 ) -> TemplateResponse:
     live = request.runtime.holder.config
-    unknown = unknown_keys(live) if live is not None else []
-    context = {"form": form, "etag": etag, "unknown_keys": unknown}
+    warnings = live.warnings if live is not None else ()
+    context = {"form": form, "etag": etag, "warnings": warnings}
     return render(request, "adminui/config.html", context, status=status)
 
 

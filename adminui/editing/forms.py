@@ -285,7 +285,7 @@ class McpServerForm(ResourceForm):
     resource = MCP
 
     name = forms.CharField(max_length=200)
-    transport = forms.ChoiceField(choices=[("stdio", "stdio"), ("http", "http")])
+    transport = forms.ChoiceField(choices=[("stdio", "stdio"), ("http", "http"), ("sse", "sse")])
     command = _text(help_text="stdio: the program to start.")
     args = LinesField(help_text="stdio: one argument per line.")
     env = YamlField(expects=dict, help_text="stdio: YAML mapping, e.g. “ROOT: /srv”.")

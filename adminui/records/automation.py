@@ -45,6 +45,7 @@ class TriggerList(BaseModel):
 class Line(BaseModel):
     role: str  # persona or agent
     text: str
+    conversation: int = 1  # of the run's repetitions, from 1
 
 
 class SmokeRunOut(BaseModel):
@@ -62,6 +63,8 @@ class SmokeTestOut(BaseModel):
     agent: str
     persona: str
     turns: int
+    stop_marker: str | None = None
+    repetitions: int = 1
     judges: list[str]
     min_score: float | None
     runs: list[SmokeRunOut]

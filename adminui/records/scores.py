@@ -81,7 +81,11 @@ def experiment_results(request: AdminRequest, name: str) -> dict[str, Any]:
 
 
 def agent_results(request: AdminRequest, name: str) -> dict[str, Any]:
-    return {"charts": agent_charts(name), "agent": name}
+    """The agent's scores, and what the live config makes of its entry (Coulisse's
+    ``memory.user_state``, ``vars`` and ``max_turns`` included)."""
+    config = request.runtime.holder.config
+    loaded = config.agent(name) if config is not None else None
+    return {"charts": agent_charts(name), "agent": name, "loaded": loaded}
 
 
 def experiment_charts(name: str) -> list[LineChart]:

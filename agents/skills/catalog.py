@@ -1,5 +1,7 @@
-"""Finding the skills under ``skills.dir``: each sub-folder with a ``SKILL.md`` whose YAML
-front matter names the skill and says what it is for.
+"""Finding the skills under ``skills.dir``: each sub-folder with a ``SKILL.md``, whose YAML
+front matter names the skill and says what it is for. As in Coulisse, the name defaults
+to the folder's and the description to the body's first paragraph, so a bare SKILL.md
+is a skill too.
 
 Discovery runs with every load of the config (start, reload, admin write, check_config),
 so a broken ``SKILL.md`` refuses the config like any other mistake in it, naming the
@@ -15,8 +17,9 @@ from ruamel.yaml.error import YAMLError
 from agents.yamldoc import describe_yaml_error, parse
 
 SKILL_FILE = "SKILL.md"
+DEFAULT_DIR = "./skills"  # read without a skills section, when it exists (Coulisse's default)
 _FENCE = "---"
-_NEEDS_FRONT_MATTER = "needs a YAML front matter with name and description"
+_NEEDS_FRONT_MATTER = "the front matter is not closed by a --- line, or is not a mapping"
 
 
 @dataclass(frozen=True)
@@ -82,22 +85,41 @@ def _read(folder: Path) -> Skill:
         raise _Unusable(f"not UTF-8 text (byte {error.start}): {error.reason}") from error
     except OSError as error:
         raise _Unusable(f"cannot be read: {error.strerror}") from error
+    fields: object = {}
+    body = text.removeprefix("\ufeff")
     parts = _front_matter(text)
-    if parts is None:
+    if parts is not None:
+        front, body = parts
+        try:
+            fields = parse("\n" + front)  # after the opening line: errors name the file's lines
+        except YAMLError as error:
+            raise _Unusable(
+                f"the front matter is not valid YAML: {describe_yaml_error(error)}"
+            ) from error
+    elif body.startswith(_FENCE):
         raise _Unusable(_NEEDS_FRONT_MATTER)
-    front, body = parts
-    try:
-        fields = parse("\n" + front)  # after the opening line: errors name the file's lines
-    except YAMLError as error:
-        raise _Unusable(
-            f"the front matter is not valid YAML: {describe_yaml_error(error)}"
-        ) from error
     if not isinstance(fields, dict):
         raise _Unusable(_NEEDS_FRONT_MATTER)
-    missing = [key for key in ("name", "description") if not _text(fields.get(key))]
-    if missing:
-        raise _Unusable(f"the front matter needs {' and '.join(missing)} (non-blank text)")
-    return Skill(fields["name"].strip(), fields["description"].strip(), folder, body)
+    blank = [key for key in ("name", "description") if key in fields and not _text(fields[key])]
+    if blank:
+        raise _Unusable(f"the front matter's {' and '.join(blank)} must be non-blank text")
+    description = fields.get("description") or _first_paragraph(body)
+    if not description:
+        raise _Unusable("needs a description: in the front matter, or a first paragraph")
+    return Skill((fields.get("name") or folder.name).strip(), description.strip(), folder, body)
+
+
+def _first_paragraph(body: str) -> str:
+    """The body's first paragraph that is not a heading, on one line ("" if none)."""
+    paragraph: list[str] = []
+    for line in body.splitlines():
+        text = line.strip()
+        if not text or text.startswith("#"):
+            if paragraph:
+                break
+            continue
+        paragraph.append(text)
+    return " ".join(paragraph)
 
 
 def _front_matter(text: str) -> tuple[str, str] | None:

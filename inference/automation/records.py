@@ -66,8 +66,10 @@ def smoke_tests(config: Config) -> list[dict[str, Any]]:
         {
             "name": test.name,
             "agent": test.agent,
-            "persona": test.persona,
+            "persona": test.persona_name,
             "turns": test.turns,
+            "stop_marker": test.stop_marker,
+            "repetitions": test.repetitions,
             "judges": test.judges,
             "min_score": test.min_score,
             "runs": [

@@ -1,7 +1,9 @@
 """Smoke tests (docs/automation.md): the ``persona`` agent plays the user, starting with
-``opening``, for ``turns`` exchanges with ``agent``; then each judge scores the whole
-transcript, one score per criterion, and a run passes when every judge's mean score
-(over its criteria) is at least ``min_score``.
+``opening`` (or a line of its own), for ``turns`` exchanges with ``agent`` (an
+experiment's variant, drawn by weight), ending early at a persona line that contains
+``stop_marker``; a run holds ``repetitions`` such conversations. Then each judge scores
+the whole transcript, one score per criterion, and a run passes when every judge's mean
+score (over its criteria) is at least ``min_score``.
 
 Neither side has a real user's history: each conversation is the transcript alone, and
 what both sides and the judges spend is charged to the tested agent (ledger kind
@@ -10,6 +12,7 @@ what both sides and the judges spend is charged to the tested agent (ledger kind
 
 import json
 import logging
+import random
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +40,7 @@ logger = logging.getLogger("gateway.automation")
 
 
 def queue_run(test: SmokeTestConfig) -> int:
-    return SmokeRun.objects.create(test=test.name, agent=test.agent, persona=test.persona).id
+    return SmokeRun.objects.create(test=test.name, agent=test.agent, persona=test.persona_name).id
 
 
 def _update(run_id: int, **fields: Any) -> None:
@@ -70,17 +73,15 @@ async def run_smoke_test(
     """Run a queued run to its end and record it; the run as the admin shows it."""
     await in_database(_update, run_id, status="running")
     charges = _run_of(test, run_id)
-    transcript: list[dict[str, str]] = [{"role": "persona", "text": test.opening}]
+    transcript: list[dict[str, Any]] = []
     fields: dict[str, Any] = {}
     try:
-        agent, persona = _agent(config, test.agent), _agent(config, test.persona)
-        for exchange in range(test.turns):
-            reply = await _answer(agent, transcript, "persona", config, engine, charges)
-            transcript.append({"role": "agent", "text": reply})
-            await in_database(_update, run_id, transcript=transcript)
-            if exchange < test.turns - 1:
-                line = await _answer(persona, transcript, "agent", config, engine, charges)
-                transcript.append({"role": "persona", "text": line})
+        persona = config.persona(test)
+        if persona is None:
+            raise ApiError(404, f"agent '{test.persona}' is not configured any more")
+        for conversation in range(test.repetitions):
+            talk = _Conversation(test, conversation, transcript, run_id)
+            await talk.hold(_tested(config, test.agent), persona, config, engine, charges)
         scores: dict[str, Any] = {}
         for name in test.judges:
             judge = config.judge(name)
@@ -105,6 +106,60 @@ async def run_smoke_test(
     return {"id": run_id, "scores": {}, "error": "", "passed": None, **fields}
 
 
+@dataclass(frozen=True)
+class _Conversation:
+    """One conversation of a run; its lines go into the run's ``transcript``, each with
+    its conversation's number (from 1)."""
+
+    test: SmokeTestConfig
+    number: int
+    transcript: list[dict[str, Any]]
+    run_id: int
+
+    async def hold(
+        self,
+        agent: AgentConfig,
+        persona: AgentConfig,
+        config: Config,
+        engine: Engine,
+        charges: _Run,
+    ) -> None:
+        test, lines = self.test, list[dict[str, Any]]()
+        opening = test.opening
+        if opening is None:  # the persona opens, asked to
+            opener = [{"role": "agent", "text": _OPEN}]
+            opening = await _answer(persona, opener, "agent", config, engine, charges)
+        self._add(lines, "persona", opening)
+        for exchange in range(test.turns):
+            reply = await _answer(agent, lines, "persona", config, engine, charges)
+            self._add(lines, "agent", reply)
+            await in_database(_update, self.run_id, transcript=self.transcript)
+            if exchange == test.turns - 1:
+                return
+            line = await _answer(persona, lines, "agent", config, engine, charges)
+            self._add(lines, "persona", line)
+            if test.stop_marker is not None and test.stop_marker in line:
+                return
+
+    def _add(self, lines: list[dict[str, Any]], role: str, text: str) -> None:
+        line: dict[str, Any] = {"role": role, "text": text}
+        lines.append(line)
+        self.transcript.append({**line, "conversation": self.number + 1})
+
+
+# What the persona is told when it opens the conversation itself.
+_OPEN = "(Open the conversation, in your role.)"
+
+
+def _tested(config: Config, name: str) -> AgentConfig:
+    """The agent ``name``, or a variant of experiment ``name`` drawn by weight."""
+    experiment = config.experiment(name)
+    if experiment is not None:
+        weights = [variant.weight for variant in experiment.variants]
+        name = random.choices(experiment.variants, weights)[0].agent
+    return _agent(config, name)
+
+
 def _agent(config: Config, name: str) -> AgentConfig:
     agent = config.agent(name)
     if agent is None:
@@ -114,7 +169,7 @@ def _agent(config: Config, name: str) -> AgentConfig:
 
 async def _answer(
     agent: AgentConfig,
-    transcript: list[dict[str, str]],
+    transcript: list[dict[str, Any]],
     user_role: str,
     config: Config,
     engine: Engine,
@@ -134,7 +189,7 @@ async def _answer(
 async def _judge(
     judge: JudgeConfig,
     test: SmokeTestConfig,
-    transcript: list[dict[str, str]],
+    transcript: list[dict[str, Any]],
     config: Config,
     engine: Engine,
     charges: _Run,
@@ -148,7 +203,8 @@ async def _judge(
         f"{structured_output_instruction(response_format)}"
     )
     quoted = json.dumps(
-        [{"speaker": "user" if line["role"] == "persona" else "agent", "text": line["text"]}
+        [{"speaker": "user" if line["role"] == "persona" else "agent", "text": line["text"],
+          "conversation": line.get("conversation", 1)}
          for line in transcript],
         ensure_ascii=False,
     )  # fmt: skip

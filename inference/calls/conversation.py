@@ -40,7 +40,7 @@ from inference.telemetry.spans import Span
 from inference.telemetry.tracing import TRACING
 from inference.tools.bounds import CallAllowance
 from inference.tools.failure import ToolFailed
-from inference.tools.loop import ToolLoop
+from inference.tools.loop import MAX_TOOL_ROUNDS, ToolLoop
 from inference.tools.mcp import McpHub
 from inference.tools.signal import TaskSignal
 from inference.tools.skills import run_skill_tool, skills_prompt
@@ -103,7 +103,15 @@ class Conversation:
             response_format,
             self.config.structured_output.max_repairs,
             allowance=self.allowance,
+            max_rounds=_max_rounds(agent),
         )
+
+
+def _max_rounds(agent: AgentConfig | None) -> int:
+    """The agent's ``max_turns``: the tool rounds one of its turns may make."""
+    if agent is None or agent.max_turns is None:
+        return MAX_TOOL_ROUNDS
+    return agent.max_turns
 
 
 class ToolRunner:

@@ -13,9 +13,12 @@ from inference.models import StoredFile
 from inference.neutral.errors import ApiError, invalid_request
 
 
-def add_file(row: StoredFile, max_user_bytes: int, started_at: datetime) -> None:
-    """Keep ``row`` unless it takes its user over ``max_user_bytes`` (400
-    ``quota_exceeded``), or the user was erased since the upload began (410)."""
+def add_file(
+    row: StoredFile, max_user_bytes: int, started_at: datetime, max_total_bytes: int | None
+) -> None:
+    """Keep ``row`` unless it takes its user over ``max_user_bytes``, or all users over
+    ``max_total_bytes`` (400 ``quota_exceeded``), or the user was erased since the
+    upload began (410)."""
     with transaction.atomic():
         erasures = erasures_of([row.user_id])
         if erasures.since(row.user_id, started_at):
@@ -29,6 +32,15 @@ def add_file(row: StoredFile, max_user_bytes: int, started_at: datetime) -> None
                 param="file",
                 code="quota_exceeded",
             )
+        if max_total_bytes is not None:
+            everyone = StoredFile.objects.aggregate(total=Sum("bytes"))["total"] or 0
+            if everyone + row.bytes > max_total_bytes:
+                raise invalid_request(
+                    f"The gateway's files would take {everyone + row.bytes} bytes, more than "
+                    f"files.max_total_mb allows ({max_total_bytes} bytes)",
+                    param="file",
+                    code="quota_exceeded",
+                )
         row.save(force_insert=True)
 
 

@@ -26,7 +26,7 @@ from agents.schema import Config, McpOAuthConfig
 from core.logformat import log_event
 from inference.database import in_database
 from inference.mcpauth.confinement import Boundary, ConfinedTransport, boundary_of, check
-from inference.mcpauth.discovery import AuthServer, discover
+from inference.mcpauth.discovery import AuthServer, discover, fixed
 from inference.mcpauth.failures import InvalidLink, SignInRefused
 from inference.mcpauth.grants import GrantRefused, exchange_code, refresh
 from inference.mcpauth.links import LINK_LIFETIME, Invitation, redirect_uri
@@ -71,11 +71,11 @@ class McpAuth:
         """Where the connect link sends the browser: the authorization endpoint, asked for
         a code with PKCE (S256), for the MCP server as the resource and the scopes."""
         url, oauth = _signing_in(config, server)
-        auth_server = await self._auth_server(url)
+        auth_server = await self._auth_server(url, oauth)
         boundary, http = await self._client(url)
         endpoint = str(auth_server.metadata.authorization_endpoint)
         await check(boundary, endpoint)  # where the browser is sent: confined alike
-        redirect = redirect_uri(config.public_base_url or "", server)
+        redirect = _redirect(config, server, oauth)
         client = await client_for(http, server, oauth, auth_server, redirect)
         scopes = " ".join(oauth.scopes) or auth_server.scopes
         pkce = PKCEParameters.generate()
@@ -124,7 +124,7 @@ class McpAuth:
             if answer.get("error_description"):
                 refusal += f": {answer['error_description']}"
             raise SignInRefused(f"The authorization server refused the sign-in ({refusal}).")
-        auth_server = await self._auth_server(url)
+        auth_server = await self._auth_server(url, oauth)
         if auth_server.issuer != sign_in["issuer"]:
             raise InvalidLink(
                 "The MCP server's authorization server changed during the sign-in. Ask the "
@@ -137,7 +137,7 @@ class McpAuth:
         client = await client_of(server, oauth, sign_in["client"])
         if client is None or not answer.get("code"):
             raise InvalidLink("This sign-in cannot be completed. Ask the assistant for a new link.")
-        redirect = redirect_uri(config.public_base_url or "", server)
+        redirect = _redirect(config, server, oauth)
         _, http = await self._client(url)
         try:
             token = await exchange_code(
@@ -195,7 +195,7 @@ class McpAuth:
             if grant is None or usable(grant):
                 return grant.access_token if grant is not None else None
             url, oauth = _signing_in(config, server)
-            auth_server = await self._auth_server(url)
+            auth_server = await self._auth_server(url, oauth)
             client = None
             if grant.refresh_token is not None and auth_server.issuer == grant.issuer:
                 client = await client_of(server, oauth, grant.client_id)
@@ -216,7 +216,9 @@ class McpAuth:
                 return None
             return token.access_token
 
-    async def _auth_server(self, url: str) -> AuthServer:
+    async def _auth_server(self, url: str, oauth: McpOAuthConfig) -> AuthServer:
+        if oauth.mode == "static":
+            return fixed(url, oauth)
         kept = self._discovered.get(url)
         if kept is not None and time.monotonic() - kept[0] < DISCOVERY_TTL:
             return kept[1]
@@ -224,6 +226,12 @@ class McpAuth:
         found = await discover(http, url)
         self._discovered[url] = (time.monotonic(), found)
         return found
+
+
+def _redirect(config: Config, server: str, oauth: McpOAuthConfig) -> str:
+    """Where the authorization server sends the browser back: ``oauth.redirect_uri`` as
+    registered with it (static mode), else the gateway's callback."""
+    return oauth.redirect_uri or redirect_uri(config.public_base_url or "", server)
 
 
 def _signing_in(config: Config, server: str) -> tuple[str, McpOAuthConfig]:

@@ -24,6 +24,7 @@ from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
 from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 from mcp_types import LATEST_PROTOCOL_VERSION
 
+from agents.schema import McpOAuthConfig
 from inference.mcpauth.failures import AuthServerUnavailable
 
 GRANT_TYPES = ["authorization_code", "refresh_token"]
@@ -48,6 +49,21 @@ class AuthServer:
     metadata: OAuthMetadata
     resource: str  # the MCP server as the tokens' audience (RFC 8707)
     scopes: str | None  # what the MCP server asks for, space-separated (None: unsaid)
+
+
+def fixed(url: str, oauth: McpOAuthConfig) -> AuthServer:
+    """The authorization server ``oauth.mode: static`` names: its endpoints as written,
+    nothing discovered (its issuer is the token endpoint's origin)."""
+    token_url = oauth.token_url or ""
+    parts = urlsplit(token_url)
+    metadata = OAuthMetadata.model_validate(
+        {
+            "issuer": f"{parts.scheme}://{parts.netloc}",
+            "authorization_endpoint": oauth.authorization_url,
+            "token_endpoint": token_url,
+        }
+    )
+    return AuthServer(str(metadata.issuer), metadata, resource_url_from_server_url(url), None)
 
 
 async def discover(http: httpx2.AsyncClient, url: str) -> AuthServer:

@@ -41,7 +41,7 @@ async def client_for(
 ) -> OAuthClientInformationFull:
     """The client a sign-in at ``auth_server`` is for: registered now if need be."""
     if oauth.client_id:
-        return _by_hand(oauth.client_id)
+        return _by_hand(oauth)
     kept = await in_database(_registered, server, auth_server.issuer, redirect_uri)
     if kept is not None:
         return kept
@@ -56,12 +56,19 @@ async def client_of(
     """The client a user's tokens were granted to (a refresh authenticates as it); None
     when the gateway no longer has it."""
     if client_id == oauth.client_id:
-        return _by_hand(client_id)
+        return _by_hand(oauth)
     return await in_database(_by_id, server, client_id)
 
 
-def _by_hand(client_id: str) -> OAuthClientInformationFull:
-    return OAuthClientInformationFull(client_id=client_id, token_endpoint_auth_method="none")
+def _by_hand(oauth: McpOAuthConfig) -> OAuthClientInformationFull:
+    """The client ``oauth`` names: public, or confidential with its ``client_secret``
+    (sent in the token request's form)."""
+    secret = oauth.client_secret or None
+    return OAuthClientInformationFull(
+        client_id=oauth.client_id or "",
+        client_secret=secret,
+        token_endpoint_auth_method="client_secret_post" if secret else "none",
+    )
 
 
 async def _register(

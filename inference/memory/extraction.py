@@ -78,7 +78,7 @@ async def extract_memories(exchange: TurnToLearn, config: Config, engine: Engine
 async def _extract(exchange: TurnToLearn, config: Config, engine: Engine) -> None:
     memory = exchange.agent.memory
     assert memory is not None and memory.extractor is not None
-    extractor = config.agent(memory.extractor)
+    extractor = config.extractor(memory)
     embedder = config.embedder(memory.embedder)
     if extractor is None or embedder is None:
         return
@@ -103,7 +103,7 @@ async def _extract(exchange: TurnToLearn, config: Config, engine: Engine) -> Non
             asked.error,
         )
         return
-    facts = _facts(asked.text)
+    facts = _facts(asked.text)[: memory.max_facts]
     if not facts:
         return
     embedded = await embed(config, engine, embedder, facts, span=caller.span)

@@ -25,7 +25,7 @@ class Exporter:
     """The SDK's batch processor and OTLP exporter, the sampler and the resource."""
 
     def __init__(self, url: str, config: TelemetryConfig) -> None:
-        service = os.environ.get("OTEL_SERVICE_NAME", "agent-gateway")
+        service = config.service_name or os.environ.get("OTEL_SERVICE_NAME", "agent-gateway")
         self.resource = Resource.create({"service.name": service})
         self.sampler: Sampler = (
             TracerProvider().sampler

@@ -67,7 +67,12 @@ class Tracing:
             os.environ.get(CAPTURE_VARIABLE, "").lower() == "true"
         )
         url = traces_url(config)
-        wanted = (url, tuple(sorted(config.headers.items())), config.sample_rate)
+        wanted = (
+            url,
+            tuple(sorted(config.headers.items())),
+            config.sample_rate,
+            config.service_name,
+        )
         if wanted == self._applied:
             return
         self._applied = wanted

@@ -3,8 +3,8 @@
 Each round is one model call, made through the conversation's ``ModelCalls`` (the seam
 before the upstream: routing sends it and tries again where it failed, the layers
 around it cache, trace, record and admit it). A round whose tool calls are all the
-agent's own is run by the gateway and the loop goes on (at most ``MAX_TOOL_ROUNDS`` such
-rounds); a round that calls any client tool ends the turn, after the gateway ran its own
+agent's own is run by the gateway and the loop goes on (at most ``max_rounds`` such
+rounds: the agent's ``max_turns``, else ``MAX_TOOL_ROUNDS``); a round that calls any client tool ends the turn, after the gateway ran its own
 calls of that round (they are kept in ``exchange`` for the client's follow-up); a final
 text answer is validated against ``response_format`` and sent back for repair while it
 does not match. Every call of the turn, at every level, runs only until the turn's
@@ -85,8 +85,10 @@ class ToolLoop:
         max_repairs: int = 0,
         *,
         allowance: CallAllowance,
+        max_rounds: int = MAX_TOOL_ROUNDS,
     ) -> None:
         self.calls = calls
+        self.max_rounds = max_rounds
         self.allowance = allowance
         self.toolbox = toolbox
         self.run_tool = run_tool
@@ -199,11 +201,11 @@ class ToolLoop:
         self, request: ChatRequest, reply: ChatResponse
     ) -> ChatResponse | ChatRequest:
         self._rounds += 1
-        if self._rounds > MAX_TOOL_ROUNDS:
+        if self._rounds > self.max_rounds:
             raise ProviderError(
                 502,
-                f"The agent made tool calls in {MAX_TOOL_ROUNDS} rounds without a final answer "
-                f"(the tool loop is limited to {MAX_TOOL_ROUNDS} rounds)",
+                f"The agent made tool calls in {self._rounds} rounds without a final answer "
+                f"(the tool loop is limited to {self.max_rounds} rounds)",
                 code="tool_loop_limit",
             )
         own = [call for call in reply.tool_calls if call.name not in self.toolbox.client_names]

@@ -33,6 +33,7 @@ from inference.tools.mcp_session import (
     http_client,
     list_tools,
     reason,
+    sse_transport,
 )
 from inference.tools.mcp_users import UserMcpServer
 
@@ -150,6 +151,12 @@ class McpServer:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         settings = self.settings
+        if settings.transport == "sse":
+            async with Client(
+                sse_transport(settings.url or ""), read_timeout_seconds=CALL_TIMEOUT
+            ) as client:
+                yield client
+            return
         if settings.transport == "http":
             from mcp.client.streamable_http import streamable_http_client
 

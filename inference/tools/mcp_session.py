@@ -45,6 +45,29 @@ def http_client(
     )
 
 
+def sse_transport(
+    url: str,
+    on_request: "Sequence[Callable[[httpx2.Request], Awaitable[None]]]" = (),
+    on_response: "Sequence[Callable[[httpx2.Response], Awaitable[None]]]" = (),
+) -> Any:
+    """A session over SSE (MCP's older HTTP transport), its client made like
+    ``http_client``'s: the same hooks on each request and response."""
+    from mcp.client.sse import sse_client
+
+    def made(
+        headers: dict[str, str] | None = None,
+        timeout: "httpx2.Timeout | None" = None,
+        auth: "httpx2.Auth | None" = None,
+    ) -> "httpx2.AsyncClient":
+        client = http_client(on_request, on_response)
+        client.headers.update(headers or {})
+        if auth is not None:
+            client.auth = auth
+        return client
+
+    return sse_client(url, httpx_client_factory=made)
+
+
 async def list_tools(
     client: "Client", logger: "logging.Logger", server: str
 ) -> tuple[McpTool, ...]:

@@ -8,6 +8,10 @@ kept for a few minutes. A user without a token (never connected, revoked, or who
 refresh was refused) is offered the tools the agent's ``only`` names, or else one tool to
 connect the account, and any of them answers a link that connects it: no browser is at
 hand during a tool call, so the model is asked to give the user the link.
+
+With ``oauth.mode: when_asked`` (Coulisse's URL servers written without ``oauth``) a user
+without a token is served without one, and asked to connect only when the server answers
+401: a server that needs no credentials works for everyone without a sign-in.
 """
 
 import contextlib
@@ -32,6 +36,7 @@ from inference.tools.mcp_session import (
     http_client,
     list_tools,
     reason,
+    sse_transport,
 )
 
 if TYPE_CHECKING:
@@ -59,11 +64,15 @@ class _TokenRefused(Exception):
 
 @dataclass
 class _Bearer:
-    """The access token of the session the current task opened, and whether the server
-    refused it. The session's requests are sent by tasks it starts, which inherit it."""
+    """The access token of the session the current task opened (None: a session without
+    one), and whether the server refused it (401). The session's requests are sent by
+    tasks it starts, which inherit it."""
 
-    token: str
+    token: str | None
     refused: bool = False
+
+
+_ANYONE = "\x00anyone"  # the listing key of what a server lists without a token
 
 
 _BEARER: ContextVar[_Bearer | None] = ContextVar("mcp_user_bearer", default=None)
@@ -107,11 +116,18 @@ class UserMcpServer:
         )
         return (McpTool(f"connect_{self.name}", description, NO_ARGUMENTS),)
 
+    @property
+    def _asks_first(self) -> bool:
+        """Whether a user without a token is served without one until the server says no."""
+        return self.settings.oauth is not None and self.settings.oauth.mode == "when_asked"
+
     async def tools_for(self, user_id: str, config: Config) -> tuple[McpTool, ...] | None:
         """The tools the server lists for the user (None: the user has no token);
         ``McpUnavailable`` when they cannot be listed now."""
         try:
             token = await self._auth.access_token(config, self.name, user_id)
+            if token is None and self._asks_first:
+                return await self._anyones_tools()
             if token is None:
                 self._listings.pop(user_id, None)
                 return None
@@ -147,6 +163,10 @@ class UserMcpServer:
                 answer = await self._as_user(
                     user_id, config, token, lambda client: call_tool(client, tool, arguments)
                 )
+            elif self._asks_first:
+                answer = await self._without_token(
+                    lambda client: call_tool(client, tool, arguments)
+                )
         except AuthServerUnavailable as error:
             raise ToolFailed(
                 f"MCP server '{self.name}' cannot sign the user in now: {error}"
@@ -176,8 +196,27 @@ class UserMcpServer:
                 token = refreshed
         return None
 
+    async def _anyones_tools(self) -> tuple[McpTool, ...] | None:
+        """What the server lists without a token, kept as a user's listing is (None: it
+        asks for one)."""
+        kept = self._listings.get(_ANYONE)
+        if kept is not None and time.monotonic() - kept[0] < LISTING_TTL:
+            return kept[1]
+        listed = await self._without_token(lambda client: list_tools(client, logger, self.name))
+        if listed is not None:
+            self._listings[_ANYONE] = (time.monotonic(), listed)
+        return listed
+
+    async def _without_token[T](self, work: Callable[["Client"], Awaitable[T]]) -> T | None:
+        """``work`` done in a session without a token (None: the server answered 401)."""
+        try:
+            async with self._session(None) as client:
+                return await work(client)
+        except _TokenRefused:
+            return None
+
     @contextlib.asynccontextmanager
-    async def _session(self, token: str) -> "AsyncIterator[Client]":
+    async def _session(self, token: str | None) -> "AsyncIterator[Client]":
         from mcp import Client
         from mcp.client.streamable_http import streamable_http_client
 
@@ -186,7 +225,12 @@ class UserMcpServer:
         bearer = _Bearer(token)
         entered = _BEARER.set(bearer)
         try:
-            transport = streamable_http_client(self.settings.url or "", http_client=self._http)
+            url = self.settings.url or ""
+            transport = (
+                sse_transport(url, (_bear,), (_note_refusal,))
+                if self.settings.transport == "sse"
+                else streamable_http_client(url, http_client=self._http)
+            )
             async with Client(transport, read_timeout_seconds=CALL_TIMEOUT) as client:
                 yield client
         except Exception as error:
@@ -208,7 +252,7 @@ class UserMcpServer:
 
 async def _bear(request: "httpx2.Request") -> None:
     bearer = _BEARER.get()
-    if bearer is not None:
+    if bearer is not None and bearer.token is not None:
         request.headers["Authorization"] = f"Bearer {bearer.token}"
 
 

@@ -98,8 +98,9 @@ async def build_toolbox(
         description = _purpose(config, subagent) or f"Invoke the '{subagent}' subagent."
         spec = ToolSpec(subagent, description, SUBAGENT_PARAMETERS)
         own.append((spec, AgentTool("subagent", subagent)))
-    for spec in skill_specs(agent.skills):
-        own.append((spec, AgentTool("skill", spec.name, skills=tuple(agent.skills))))
+    skills = tuple(name for name in agent.skills if config.skill(name) is not None)
+    for spec in skill_specs(skills):  # a skill no SKILL.md names was warned at load
+        own.append((spec, AgentTool("skill", spec.name, skills=skills)))
     if agent.tasks:
         for spec in task_specs(config):
             own.append((spec, AgentTool("task", spec.name, agent=agent.name)))

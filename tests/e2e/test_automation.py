@@ -479,10 +479,10 @@ def test_a_smoke_test_run_from_the_admin_keeps_its_transcript_and_scores(
     run = wait_for(done, "the smoke test's run")
     assert run["status"] == "done", run
     assert run["transcript"] == [
-        {"role": "persona", "text": "My order is late."},
-        {"role": "agent", "text": "You said: My order is late."},
-        {"role": "persona", "text": "Where is it now?"},
-        {"role": "agent", "text": "You said: Where is it now?"},
+        {"role": "persona", "text": "My order is late.", "conversation": 1},
+        {"role": "agent", "text": "You said: My order is late.", "conversation": 1},
+        {"role": "persona", "text": "Where is it now?", "conversation": 1},
+        {"role": "agent", "text": "You said: Where is it now?", "conversation": 1},
     ]
     assert run["scores"]["quality"]["mean"] == 7
     assert run["scores"]["quality"]["criteria"]["helpful"] == {"score": 8, "reasoning": "Useful."}

@@ -172,6 +172,26 @@ def test_the_demo_starts_its_fake_upstream_on_the_port_it_is_given(tmp_path: Pat
         demo.wait(timeout=30)
 
 
+def test_serve_listens_where_coulisses_server_section_says_by_default(tmp_path: Path) -> None:
+    """``server: {bind, port}`` are serve's defaults: the port it tries is the config's
+    (taken here, so nothing starts)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = tmp_path / "gateway.yaml"
+        config.write_text(
+            "providers: {openai: {api_key: x}}\nagents: [{name: a, provider: openai, model: m}]\n"
+            f"server: {{bind: 127.0.0.1, port: {port}}}\n"
+        )
+        result = manage(
+            "serve",
+            env={"GATEWAY_CONFIG": str(config), "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"},
+        )  # fmt: skip
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
+
+
 def test_serve_names_the_unset_variable_and_starts_nothing(tmp_path: Path) -> None:
     config = tmp_path / "gateway.yaml"
     config.write_text((PROJECT_DIR / "examples" / "gateway.example.yaml").read_text())

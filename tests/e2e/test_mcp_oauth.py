@@ -33,6 +33,8 @@ from tests.upstreams import api_key_of, fake_base_url, sent_tool_calls_and_resul
 
 JSON = {"Accept": "application/json"}
 SECRET_KEY = "mcp-oauth-test-secret-key"
+FIXED_SECRET = "fixed-client-secret-0123"
+CONSUMER_SECRET = "consumer-secret-4567"
 
 
 class World:
@@ -60,9 +62,13 @@ def world(
     protected = Served(protected_mcp_app(auth, mcp_url), mcp_port).start()
     port = free_port()
     auth.preregister("gateway-static", f"http://127.0.0.1:{port}/mcp/notes-static/callback")
+    fixed_callback = f"http://127.0.0.1:{port}/mcp/notes-fixed/oauth/callback"
+    auth.preregister("gateway-fixed", fixed_callback, secret=FIXED_SECRET)
     fake = upstreams["openai"]
     config = f"""\
 public_base_url: http://127.0.0.1:{port}
+auth:
+  mcp_consumer_secret: ${{CONSUMER_SECRET}}
 providers:
   openai: {{api_key: {api_key_of("openai")}, base_url: '{fake_base_url(fake)}', timeout: 10}}
 mcp:
@@ -71,10 +77,25 @@ mcp:
     transport: http
     url: '{mcp_url}'
     oauth: {{scopes: [{SCOPE}], client_id: gateway-static}}
+  notes-fixed:   # Coulisse's static mode: endpoints as written, a confidential client
+    url: '{mcp_url}'
+    oauth:
+      mode: static
+      authorization_url: {auth.url}/authorize
+      token_url: {auth.url}/token
+      client_id: gateway-fixed
+      client_secret: ${{FIXED_CLIENT_SECRET}}
+      redirect_uri: {fixed_callback}
+      scopes: [{SCOPE}]
   greeter: {{transport: http, url: 'http://127.0.0.1:{greeter_port}/mcp'}}
+  notes-asks: {{url: '{mcp_url}'}}                              # Coulisse's shape
+  greeter-asks: {{url: 'http://127.0.0.1:{greeter_port}/mcp'}}  # Coulisse's, no credentials
 agents:
   - {{name: notes-agent, provider: openai, model: m, mcp_tools: [{{server: notes, only: [whoami]}}]}}
   - {{name: static-agent, provider: openai, model: m, mcp_tools: [{{server: notes-static, only: [whoami]}}]}}
+  - {{name: fixed-agent, provider: openai, model: m, mcp_tools: [{{server: notes-fixed, only: [whoami]}}]}}
+  - {{name: asks-agent, provider: openai, model: m, mcp_tools: [{{server: notes-asks, only: [whoami]}}]}}
+  - {{name: open-greeter, provider: openai, model: m, mcp_tools: [{{server: greeter-asks, only: [say_hello]}}]}}
   - {{name: open-agent, provider: openai, model: m, mcp_tools: [{{server: notes}}]}}
   - name: mixed-agent
     provider: openai
@@ -84,7 +105,11 @@ agents:
     gateway = GatewayServer(
         tmp_path_factory.mktemp("mcp-oauth"),
         config,
-        extra_env={"GATEWAY_SECRET_KEY": SECRET_KEY},
+        extra_env={
+            "GATEWAY_SECRET_KEY": SECRET_KEY,
+            "FIXED_CLIENT_SECRET": FIXED_SECRET,
+            "CONSUMER_SECRET": CONSUMER_SECRET,
+        },
     ).start(port=port)
     yield World(auth, mcp_url, gateway)
     gateway.stop()
@@ -140,7 +165,11 @@ def follow(world: World, link: str, signs_in: str) -> httpx.Response:
 def connected(
     world: World, fake: FakeUpstream, user: str, signs_in: str, agent: str = "notes-agent"
 ) -> None:
-    server = "notes-static" if agent == "static-agent" else "notes"
+    server = {
+        "static-agent": "notes-static",
+        "fixed-agent": "notes-fixed",
+        "asks-agent": "notes-asks",
+    }.get(agent, "notes")
     link = connect_link(world, call_tool(world, fake, user, agent), server)
     page = follow(world, link, signs_in)
     assert page.status_code == 200, page.text
@@ -373,6 +402,70 @@ def test_a_server_given_a_client_id_is_not_registered_with(
     assert call_tool(world, openai_fake, user, "static-agent") == "whoami: kate"
     # One account per user and server: the other server of the same URL is not connected.
     assert "has not connected" in call_tool(world, openai_fake, user)
+
+
+def test_a_static_server_signs_in_at_its_endpoints_as_a_confidential_client(
+    world: World, openai_fake: FakeUpstream, user: str
+) -> None:
+    """Coulisse's ``oauth.mode: static``: nothing discovered or registered, its
+    ``redirect_uri`` (Coulisse's callback path) used as written, the secret sent."""
+    registrations = world.auth.registrations
+
+    connected(world, openai_fake, user, "lena", agent="fixed-agent")
+
+    asked = world.auth.authorizations[-1]
+    assert asked["client_id"] == "gateway-fixed"
+    assert asked["redirect_uri"] == f"{world.gateway.url}/mcp/notes-fixed/oauth/callback"
+    assert world.auth.registrations == registrations
+    assert call_tool(world, openai_fake, user, "fixed-agent") == "whoami: lena"
+
+
+def test_a_url_server_without_oauth_signs_users_in_only_when_it_asks(
+    world: World, openai_fake: FakeUpstream, user: str
+) -> None:
+    """Coulisse's URL servers written without ``oauth``: one that answers 401 gets each
+    user's account, one that needs no credentials serves everyone without a sign-in."""
+    openai_fake.reset()
+    openai_fake.script(Reply.of_tool_calls(("say_hello", {"name": "Ana"})), Reply.of_text("Hi."))
+    chat(world, user, "open-greeter")
+    _, results = sent_tool_calls_and_results("openai", openai_fake.requests[-1].body)
+    assert [result for _, result in results] == ["Hello, Ana!"]
+    # Listed from the server (its own description), no connect tool, no link.
+    assert offered(openai_fake)["say_hello"]["description"] == "Greets someone by name."
+
+    assert "has not connected their account at 'notes-asks'" in call_tool(
+        world, openai_fake, user, "asks-agent"
+    )
+    connected(world, openai_fake, user, "mona", agent="asks-agent")
+    assert call_tool(world, openai_fake, user, "asks-agent") == "whoami: mona"
+
+
+def test_a_script_with_the_consumer_secret_gets_a_users_connect_link(
+    world: World, openai_fake: FakeUpstream, user: str
+) -> None:
+    """Coulisse's ``POST /mcp/{server}/connect-link``, guarded by auth.mcp_consumer_secret."""
+
+    def ask(server: str, secret: str, **params: str) -> httpx.Response:
+        return httpx.post(
+            f"{world.gateway.url}/mcp/{server}/connect-link",
+            params=params,
+            headers={"Authorization": f"Bearer {secret}"},
+            timeout=10,
+        )
+
+    assert ask("notes", "wrong", user_id=user).status_code == 401
+    assert ask("notes", CONSUMER_SECRET).status_code == 422
+    assert ask("nothing", CONSUMER_SECRET, user_id=user).status_code == 404
+    assert ask("greeter", CONSUMER_SECRET, user_id=user).status_code == 404  # signs no one in
+    answer = ask("notes", CONSUMER_SECRET, user_id=user)
+    assert answer.status_code == 200, answer.text
+    link = answer.json()["url"]
+    assert world.link_pattern("notes").fullmatch(link)
+
+    page = follow(world, link, "nina")
+
+    assert page.status_code == 200 and "is connected" in page.text
+    assert call_tool(world, openai_fake, user) == "whoami: nina"
 
 
 def test_an_agent_without_only_offers_a_tool_that_connects_the_account(

@@ -11,10 +11,11 @@ from pathlib import Path
 GREETER = Path(__file__).resolve().parent / "greeter.py"
 
 
-def start_http_greeter(port: int) -> subprocess.Popen[bytes]:
-    """The greeter serving Streamable HTTP on 127.0.0.1:``port``/mcp, once it listens."""
+def start_http_greeter(port: int, transport: str = "http") -> subprocess.Popen[bytes]:
+    """The greeter serving Streamable HTTP on 127.0.0.1:``port``/mcp (or, ``transport``
+    ``sse``, SSE on /sse), once it listens."""
     process = subprocess.Popen(
-        [sys.executable, str(GREETER), "http", str(port)],
+        [sys.executable, str(GREETER), transport, str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -29,9 +30,9 @@ def start_http_greeter(port: int) -> subprocess.Popen[bytes]:
 
 
 @contextmanager
-def http_greeter(port: int) -> Iterator[int]:
+def http_greeter(port: int, transport: str = "http") -> Iterator[int]:
     """The greeter on ``port`` for the block (``port``), stopped after it."""
-    process = start_http_greeter(port)
+    process = start_http_greeter(port, transport)
     try:
         yield port
     finally:

@@ -1,7 +1,8 @@
 """A real MCP server for the tests, written with the ``mcp`` SDK.
 
 ``python greeter.py`` serves over stdio; ``python greeter.py http PORT`` serves
-Streamable HTTP on 127.0.0.1:PORT/mcp. Started as a script (by path), it needs nothing
+Streamable HTTP on 127.0.0.1:PORT/mcp, ``python greeter.py sse PORT`` the older SSE
+transport on 127.0.0.1:PORT/sse. Started as a script (by path), it needs nothing
 but the SDK, as an operator's own server would.
 """
 
@@ -47,6 +48,8 @@ def explode(reason: str) -> str:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["http"]:
         server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif sys.argv[1:2] == ["sse"]:
+        server.run(transport="sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         print("greeter: ready on stdio", file=sys.stderr)
         server.run()

@@ -87,9 +87,11 @@ class AuthorizationServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def preregister(self, client_id: str, redirect_uri: str) -> None:
-        """A public client registered by hand (``oauth.client_id``)."""
-        self.clients[client_id] = Client(client_id, None, [redirect_uri], "none")
+    def preregister(self, client_id: str, redirect_uri: str, secret: str | None = None) -> None:
+        """A client registered by hand (``oauth.client_id``): public, or confidential
+        with ``secret`` (sent in the token request's form)."""
+        method = "client_secret_post" if secret else "none"
+        self.clients[client_id] = Client(client_id, secret, [redirect_uri], method)
 
     def revoke_access(self, user: str) -> None:
         for issued in self.access.values():

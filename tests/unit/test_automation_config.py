@@ -62,7 +62,7 @@ smoke_tests:
         ),
         (
             "{name: t, agent: nobody, user: u, message: m, on_start: true}",
-            "triggers[0].agent: agent 'nobody' is not defined",
+            "triggers[0].agent: agent or experiment 'nobody' is not defined",
         ),
         (
             "{name: t, agent: a, user: u, message: m, webhook: {}}",
@@ -107,7 +107,10 @@ def test_duplicate_trigger_names_are_refused() -> None:
 @pytest.mark.parametrize(
     ("fields", "problem"),
     [
-        ("agent: x, persona: p, judges: [j]", "smoke_tests[0].agent: agent 'x' is not defined"),
+        (
+            "agent: x, persona: p, judges: [j]",
+            "smoke_tests[0].agent: agent or experiment 'x' is not defined",
+        ),
         ("agent: a, persona: x, judges: [j]", "smoke_tests[0].persona: agent 'x' is not defined"),
         ("agent: a, persona: p, judges: [k]", "smoke_tests[0].judges[0]: judge 'k' is not defined"),
         (

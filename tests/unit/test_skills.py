@@ -1,7 +1,9 @@
 """Skills in the config (docs/skills.md): every SKILL.md under skills.dir is checked with
-each load and a broken one refuses the config naming its file; agents list only skills
-that exist; a skill's files are read only inside its folder; a forced reload applies a
-changed SKILL.md although the config's text did not change."""
+each load and a broken one refuses the config naming its file, while a bare one is named
+after its folder and described by its first paragraph (as in Coulisse); ./skills is read
+without a skills section; a skill an agent lists that does not exist is warned; a
+skill's files are read only inside its folder; a forced reload applies a changed
+SKILL.md although the config's text did not change."""
 
 from pathlib import Path
 from typing import Any
@@ -74,12 +76,14 @@ def test_a_skills_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("# PDF forms\nNo front matter.\n", "needs a YAML front matter with name and description"),
-        ("---\nname: pdf-forms\ndescription: never closed\n", "needs a YAML front matter"),
-        ("---\n- a list\n---\nBody.\n", "needs a YAML front matter with name and description"),
-        ("---\nname: pdf-forms\n---\nBody.\n", "the front matter needs description"),
-        ("---\nname: pdf\ndescription: '  '\n---\n", "the front matter needs description"),
-        ("---\ndescription: Fills.\n---\n", "the front matter needs name (non-blank text)"),
+        ("---\nname: pdf-forms\ndescription: never closed\n", "is not closed by a --- line"),
+        ("---\n- a list\n---\nBody.\n", "or is not a mapping"),
+        (
+            "---\nname: pdf\ndescription: '  '\n---\n",
+            "front matter's description must be non-blank",
+        ),
+        ("---\nname: ''\n---\nBody.\n", "the front matter's name must be non-blank text"),
+        ("---\nname: pdf\n---\n# Only a heading\n", "needs a description: in the front matter"),
         ("---\nname: [a\n---\n", "the front matter is not valid YAML: line 3, column 1"),
         ("---\nname: a b\ndescription: Fills.\n---\n", "'a b' is not a valid name"),
     ],
@@ -93,6 +97,30 @@ def test_a_broken_skill_md_refuses_the_config_naming_its_file(
 
     assert found.startswith("skills: pdf/SKILL.md: ")
     assert problem in found
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "description"),
+    [
+        (
+            "# PDF forms\n\nFills PDF forms\nfrom a table.\n\nMore.\n",
+            "pdf",
+            "Fills PDF forms from a table.",
+        ),
+        ("---\nname: pdf-forms\n---\nBody first.\n", "pdf-forms", "Body first."),
+        ("---\ndescription: Fills.\n---\n", "pdf", "Fills."),
+    ],
+)
+def test_a_skill_md_without_name_or_description_takes_its_folder_and_first_paragraph(
+    tmp_path: Path, text: str, name: str, description: str
+) -> None:
+    write_skill(tmp_path, "pdf", text)
+
+    config = load_config_data(config_data([name]), base=tmp_path)
+
+    skill = config.skill(name)
+    assert skill is not None and skill.description == description
+    assert config.warnings == ()
 
 
 def test_a_skill_md_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
@@ -113,20 +141,31 @@ def test_two_skills_with_one_name_are_refused_naming_both_files(tmp_path: Path) 
     ]
 
 
-def test_an_agent_listing_an_unknown_skill_is_refused(tmp_path: Path) -> None:
+def test_an_agent_listing_an_unknown_skill_is_warned_and_one_listed_twice_refused(
+    tmp_path: Path,
+) -> None:
     write_skill(tmp_path, "pdf", PDF)
 
-    assert problems(config_data(["pdf-forms", "ghost", "pdf-forms"]), tmp_path) == [
-        "agents[1].skills[1]: skill 'ghost' is not defined (no SKILL.md under skills.dir names it)",
-        "agents[1].skills[2]: 'pdf-forms' is listed twice",
+    config = load_config_data(config_data(["pdf-forms", "ghost"]), base=tmp_path)
+
+    assert [str(warning) for warning in config.warnings] == [
+        "agents[1].skills[1]: skill 'ghost' is not defined (no SKILL.md under skills.dir "
+        "names it): the agent goes without it"
+    ]
+    assert problems(config_data(["pdf-forms", "pdf-forms"]), tmp_path) == [
+        "agents[1].skills[1]: 'pdf-forms' is listed twice"
     ]
 
 
-def test_an_agent_listing_skills_without_a_skills_section_is_refused(tmp_path: Path) -> None:
-    assert problems(config_data(["pdf-forms"], section=False), tmp_path) == [
-        "agents[1].skills: needs skills.dir, the folder of the skills (a top-level "
-        "skills: {dir: ...} section)"
-    ]
+def test_without_a_skills_section_the_skills_folder_is_read_if_it_exists(tmp_path: Path) -> None:
+    missing = load_config_data(config_data(["pdf-forms"], section=False), base=tmp_path)
+    assert missing.skill_catalog.skills == {}
+    assert [warning.path for warning in missing.warnings] == ["agents[1].skills[0]"]
+    assert "under ./skills" in missing.warnings[0].message
+
+    write_skill(tmp_path, "pdf", PDF)
+    found = load_config_data(config_data(["pdf-forms"], section=False), base=tmp_path)
+    assert found.skill("pdf-forms") is not None and found.warnings == ()
 
 
 def test_skill_problems_are_reported_beside_type_errors(tmp_path: Path) -> None:
@@ -136,7 +175,6 @@ def test_skill_problems_are_reported_beside_type_errors(tmp_path: Path) -> None:
     assert problems(data, tmp_path) == [
         "agents[0].judges: input should be a valid list",
         f"skills.dir: folder '{tmp_path.resolve() / 'skills'}' does not exist",
-        "agents[1].skills[0]: skill 'ghost' is not defined (no SKILL.md under skills.dir names it)",
     ]
 
 
@@ -235,11 +273,9 @@ def test_a_forced_reload_applies_a_changed_skill_md_only(tmp_path: Path) -> None
     assert holder.config is not None
     assert holder.config.skill("pdf-forms").description == "Fill in forms."
 
-    skill_md.write_text("no front matter\n")
+    skill_md.write_text("---\nname: pdf-forms\ndescription: never closed\n")
     assert not holder.reload(force=True)
     assert holder.problems == [
-        "skills: pdf/SKILL.md: needs a YAML front matter with name and description",
-        "agents[0].skills[0]: skill 'pdf-forms' is not defined (no SKILL.md under skills.dir "
-        "names it)",
+        "skills: pdf/SKILL.md: the front matter is not closed by a --- line, or is not a mapping"
     ]
     assert holder.config.skill("pdf-forms").description == "Fill in forms."  # still serving

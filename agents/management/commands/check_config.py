@@ -6,7 +6,6 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents.loader import ConfigError, load_config_text
-from agents.validation import unknown_keys
 
 
 class Command(BaseCommand):
@@ -34,7 +33,7 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{config_path}: {counted(len(error.problems), 'problem')}", returncode=1
             ) from error
-        for warning in unknown_keys(config):
+        for warning in config.warnings:
             self.stderr.write(f"warning: {warning}")
         self.stdout.write(
             f"{config_path}: OK ({counted(len(config.agents), 'agent')}, "

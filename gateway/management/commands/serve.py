@@ -26,8 +26,10 @@ class Command(BaseCommand):
     help = "Migrate the database, check the config and serve the gateway with daphne."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--host", default="0.0.0.0", help="IPv4 address to listen on")
-        parser.add_argument("--port", type=int, default=8421)
+        parser.add_argument(
+            "--host", help="IPv4 address to listen on (default: server.bind, else 0.0.0.0)"
+        )
+        parser.add_argument("--port", type=int, help="default: server.port, else 8421")
         parser.add_argument(
             "--workers",
             type=int,
@@ -35,11 +37,15 @@ class Command(BaseCommand):
             help="server processes on the port (e.g. one per core; default 1)",
         )
 
-    def handle(self, *args: object, host: str, port: int, workers: int, **options: object) -> None:
+    def handle(
+        self, *args: object, host: str | None, port: int | None, workers: int, **options: object
+    ) -> None:
         if workers < 1:
             raise CommandError("--workers takes a number of processes, 1 or more")
         call_command("migrate", interactive=False, verbosity=0)
         config = self._check_config()
+        host = host or config.server.bind or "0.0.0.0"
+        port = port or config.server.port or 8421
         listener = bind(host, port)
         address = listener.getsockname()[0]
         if config.proxy_auth is None and not ipaddress.ip_address(address).is_loopback:

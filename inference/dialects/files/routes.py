@@ -66,7 +66,14 @@ async def upload(request: InferenceRequest) -> HttpResponse:
     folder = storage.folder_of(config)
     await asyncio.to_thread(storage.save, folder, row.id, data)
     try:
-        await in_database(records.add_file, row, int(config.files.max_user_mb * MIB), started)
+        total = config.files.max_total_mb
+        await in_database(
+            records.add_file,
+            row,
+            int(config.files.max_user_mb * MIB),
+            started,
+            int(total * MIB) if total is not None else None,
+        )
     except BaseException:
         await asyncio.to_thread(storage.remove, folder, [row.id])
         raise
