@@ -63,7 +63,8 @@ def load_config_data(data: Any, base: Path | None = None) -> Config:
     problems += cross_validate(config)
     if problems:
         raise ConfigError(_without_secrets(problems, data, expanded))
-    config._warnings = (*warnings, *skill_warnings(config), *unknown_keys(config))
+    unknown = [warning for warning in unknown_keys(config) if not coulisse.reads(warning.path)]
+    config._warnings = (*warnings, *skill_warnings(config), *unknown)
     return config
 
 

@@ -11,6 +11,7 @@ gateway's own key wins. Keys accepted without effect are warned.
 """
 
 import copy
+import re
 from typing import Any
 
 from agents.coulisse import automation, memory, sections
@@ -23,6 +24,31 @@ _UNUSED = {
     "auth.mcp_admin": "the gateway's admin is not served over MCP",
     "telemetry.fmt": "the gateway always logs JSON lines to stderr",
 }
+
+# Coulisse's keys the translation reads and leaves in place (inside sections the gateway
+# knows): not typos, so not named among the unknown keys. ``[]`` stands for any index.
+_READ = frozenset(
+    {
+        "auth.proxy.identity",
+        "auth.admin.identity",
+        "server.max_body_bytes",
+        "smoke_tests[].target",
+        "smoke_tests[].initial_message",
+        "smoke_tests[].max_turns",
+        "telemetry.otlp",
+        "telemetry.sqlite",
+        "triggers[].type",
+        "triggers[].prompt",
+        "triggers[].secret",
+    }
+)
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def reads(path: str) -> bool:
+    """Whether ``path`` (``triggers[2].prompt``) is a key of Coulisse's that the
+    translation reads or warns of."""
+    return _INDEX.sub("[]", path) in _READ or path in _UNUSED
 
 
 def translate(
