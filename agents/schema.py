@@ -174,6 +174,9 @@ class AgentConfig(Served):
     )
     cache: AgentCacheConfig | None = None
     skills: list[str] = Field(default=[], description="Skills (under skills.dir) it may load.")
+    guardrails: list[str] = Field(
+        default=[], description="Guardrails (top-level guardrails:) its calls go through."
+    )
     tasks: bool = Field(
         default=False,
         description="Our extension: the tools dispatch_task and task_status (docs/automation.md).",
@@ -502,6 +505,37 @@ class SmokeTestConfig(Section):
     )
 
 
+class GuardrailPattern(Section):
+    name: str = Field(description="The entity the match is named as (placeholders, events).")
+    regex: str = Field(description="An RE2 pattern.")
+
+
+GuardrailKind = Literal["pii", "secrets", "denylist", "loop"]
+GuardrailStage = Literal["input", "output", "tool_results"]
+
+
+class GuardrailConfig(Finite):
+    """Our extension: a check on what goes to and comes from the models
+    (docs/guardrails.md)."""
+
+    name: str
+    kind: GuardrailKind
+    on: list[GuardrailStage] = Field(default=["input"], min_length=1)
+    action: Literal["block", "redact", "warn"] = "block"
+    entities: list[str] | None = Field(
+        default=None, description="pii: the entities looked for (default: all it knows)."
+    )
+    patterns: list[GuardrailPattern] = Field(
+        default=[], description="pii, denylist: RE2 patterns looked for too."
+    )
+    words: list[str] = Field(default=[], description="denylist: whole words, any case.")
+    max_repeats: int = Field(default=3, ge=2, description="loop: repeats that make a loop.")
+    window: int = Field(default=20, ge=2, description="loop: the last tool calls looked at.")
+    stream_window: int = Field(
+        default=200, ge=1, description="output: characters of a stream held back to check."
+    )
+
+
 class Config(Section):
     default_user_id: str | None = None
     providers: dict[str, ProviderConfig]
@@ -525,6 +559,7 @@ class Config(Section):
     mcp_server: McpServerSettings = McpServerSettings()
     triggers: list[TriggerConfig] = []
     smoke_tests: list[SmokeTestConfig] = []
+    guardrails: list[GuardrailConfig] = []
     public_base_url: str | None = Field(
         default=None,
         description="Our extension: the gateway's URL as a browser reaches it (MCP connect links).",
@@ -593,6 +628,9 @@ class Config(Section):
 
     def trigger(self, name: str) -> TriggerConfig | None:
         return next((trigger for trigger in self.triggers if trigger.name == name), None)
+
+    def guardrail(self, name: str) -> GuardrailConfig | None:
+        return next((guard for guard in self.guardrails if guard.name == name), None)
 
     def smoke_test(self, name: str) -> SmokeTestConfig | None:
         return next((test for test in self.smoke_tests if test.name == name), None)

@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator, Sequence
 from urllib.parse import urlsplit
 
+import re2
 from croniter import croniter
 from django.template import Engine, TemplateSyntaxError
 
@@ -44,6 +45,7 @@ def cross_validate(config: Config) -> list[str]:
         *_check_skills(config),
         *_check_triggers(config),
         *_check_smoke_tests(config),
+        *_check_guardrails(config),
     ]
 
 
@@ -562,3 +564,50 @@ def _check_smoke_tests(config: Config) -> Iterator[str]:
             yield f"{path}.min_score: needs at least one judge (their scores decide)"
         if not test.opening.strip():
             yield f"{path}.opening: must not be blank"
+
+
+# The entities of the pii kind: Presidio's pattern recognizers that need no language model.
+PII_ENTITIES = (
+    "EMAIL_ADDRESS",
+    "PHONE_NUMBER",
+    "CREDIT_CARD",
+    "IBAN_CODE",
+    "US_SSN",
+    "IP_ADDRESS",
+)
+_REDACTING_KINDS = ("pii", "secrets")
+_ENTITY_NAME = re.compile(r"[A-Z][A-Z0-9_]{0,39}")
+
+
+def _check_guardrails(config: Config) -> Iterator[str]:
+    yield from _check_unique_names("guardrails", [guard.name for guard in config.guardrails])
+    for index, guard in enumerate(config.guardrails):
+        path = f"guardrails[{index}]"
+        if guard.action == "redact" and guard.kind not in _REDACTING_KINDS:
+            yield f"{path}.action: only pii and secrets guardrails redact ({guard.kind} cannot)"
+        if guard.kind != "pii" and guard.entities is not None:
+            yield f"{path}.entities: only a pii guardrail chooses entities"
+        for entity in guard.entities or ():
+            if entity not in PII_ENTITIES:
+                yield (
+                    f"{path}.entities: unknown entity '{entity}' (known: {', '.join(PII_ENTITIES)})"
+                )
+        if guard.patterns and guard.kind not in ("pii", "denylist"):
+            yield f"{path}.patterns: only pii and denylist guardrails take patterns"
+        for number, pattern in enumerate(guard.patterns):
+            if not _ENTITY_NAME.fullmatch(pattern.name):
+                yield (
+                    f"{path}.patterns[{number}].name: {pattern.name!r} must be upper-case "
+                    "letters, digits and '_' (it names placeholders)"
+                )
+            try:
+                re2.compile(pattern.regex)
+            except re2.error as error:
+                yield f"{path}.patterns[{number}].regex: not an RE2 pattern: {error}"
+        if guard.kind == "denylist" and not (guard.words or guard.patterns):
+            yield f"{path}: a denylist needs words or patterns"
+    defined = {guard.name for guard in config.guardrails}
+    for index, agent in enumerate(config.agents):
+        for name in agent.guardrails:
+            if name not in defined:
+                yield f"agents[{index}].guardrails: guardrail '{name}' is not defined"

@@ -1,14 +1,16 @@
 """The layers of the model-call seam (``inference.neutral.calls``), built in one place for
 one conversation of one caller, innermost first: routing (deployments, retries,
-fallbacks, circuit breakers), the response cache, tracing, the turn's recorder, and
+fallbacks, circuit breakers), the response cache, guardrails, tracing, the turn's recorder, and
 money's admission. Each is a wrapper with the same interface; a new step that every
 call goes through is one wrapper and one line here."""
 
-from agents.schema import AgentConfig, Config
+from agents.schema import AgentConfig, Config, GuardrailConfig
 from inference.cache.calls import CachedCalls, CacheEngine
 from inference.cache.use import CacheControl
 from inference.calls.recorder import CallRecorder, RecordedCalls
 from inference.calls.tracing import TracedCalls
+from inference.guardrails.calls import GuardedCalls
+from inference.guardrails.events import Whose
 from inference.money.caller import Caller
 from inference.money.meter import Meter, MeteredCalls
 from inference.money.prices import price_of
@@ -38,7 +40,23 @@ def model_calls(
     if agent is not None and agent.cache is not None and control is not None:
         calls = CachedCalls(calls, agent, route, caller, control, config, engine)
         cached = "bypass" if control.bypassed else "miss"
+    guards = _guardrails(config, caller, agent)
+    if guards and agent is not None:
+        whose = Whose(caller.user_id, caller.key_id, agent.name)
+        calls = GuardedCalls(calls, guards, whose, recorder.guardrails, caller.span)
     first = route.deployments[0]
     calls = TracedCalls(calls, caller.span, cached, first.model)
     calls = RecordedCalls(calls, recorder, answering)
     return MeteredCalls(calls, meter, price_of(config, first.provider, first.model))
+
+
+def _guardrails(
+    config: Config, caller: Caller, agent: AgentConfig | None
+) -> tuple[GuardrailConfig, ...]:
+    """The guardrails of ``agent``'s calls: its own, then those of the caller's key (a
+    guardrail's own calls, a judge's verdict on a text, go through none)."""
+    if agent is None or caller.purpose == "guardrail":
+        return ()
+    names = [*agent.guardrails, *(caller.key.guardrails if caller.key is not None else ())]
+    found = (config.guardrail(name) for name in dict.fromkeys(names))
+    return tuple(guard for guard in found if guard is not None)

@@ -24,6 +24,7 @@ from inference.models import (
     AgentTask,
     BudgetReservation,
     EvaluationCase,
+    GuardrailEvent,
     JudgeRun,
     JudgeScore,
     LedgerEntry,
@@ -64,6 +65,7 @@ def erase_user(user_id: str, files_folder: Path) -> dict[str, int]:
             EvaluationCase.objects.filter(user_id=user_id).delete()
             tasks, _ = AgentTask.objects.filter(user_id=user_id).delete()
             TriggerRun.objects.filter(user_id=user_id).delete()
+            GuardrailEvent.objects.filter(user_id=user_id).delete()
             digest = erased_id(user_id)
             for kept in (LedgerEntry, JudgeRun, JudgeScore, RequestRecord):
                 kept.objects.filter(user_id=user_id).update(user_id=digest)

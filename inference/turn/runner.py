@@ -312,6 +312,8 @@ def _upstream_headers(recorder: CallRecorder) -> dict[str, str]:
     headers = {"X-Gateway-Attempts": str(recorder.tries)}
     if recorder.answerer is not None:
         headers["X-Gateway-Upstream"] = recorder.answerer.label
+    if recorder.guardrails.outcomes:
+        headers["X-Gateway-Guardrails"] = recorder.guardrails.header
     return headers
 
 

@@ -1,0 +1,403 @@
+"""The guardrails' layer of the model-call seam: every call of a conversation whose agent
+(or whose caller's key) lists guardrails goes through their checks.
+
+Before the call (``input``, and ``tool_results`` for the results of tools): a block
+refuses the call with a 400 ``guardrail_blocked`` (no upstream call is made), a tool
+result that fails a check is withheld from the model, a redaction sends placeholders
+instead of the values, a warning lets the text through; the loop guard adds a note
+asking for another approach when the conversation's tool calls repeat. After it
+(``output``): the placeholders of the reply become the values again, and a block
+replaces the reply with a short refusal ending in ``content_filter`` (a looping tool
+call too). A stream is checked on a window of text held back from the client.
+"""
+
+from collections import Counter
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+
+from agents.schema import GuardrailConfig
+from inference.guardrails.events import Acted, GuardrailOutcomes, Outcome, Stage, Whose, keep
+from inference.guardrails.guards import Finder, finder
+from inference.guardrails.loops import Loop, find_loop, history_calls
+from inference.guardrails.matches import Match, counted
+from inference.guardrails.placeholders import Restorer, Vault
+from inference.neutral.calls import CallResult, CallStream, ModelCalls
+from inference.neutral.types import (
+    Block,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    Part,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+)
+from inference.providers.base import ProviderError
+from inference.telemetry.names import guardrail_span
+from inference.telemetry.spans import Span
+
+
+class GuardrailBlocked(ProviderError):
+    """A request a guardrail refused before any upstream call."""
+
+    def __init__(self, guardrail: str, found: str) -> None:
+        super().__init__(
+            400,
+            f"guardrail_blocked: the request was blocked by guardrail '{guardrail}' ({found})",
+            code="guardrail_blocked",
+            error_type="invalid_request_error",
+        )
+
+
+_OUTCOMES: dict[str, Outcome] = {"block": "blocked", "redact": "redacted", "warn": "warned"}
+
+
+def withheld(guardrail: str) -> str:
+    return f"[tool result withheld by guardrail {guardrail}]"
+
+
+def refusal(guardrail: str, reason: str) -> str:
+    return f"The reply was stopped by guardrail '{guardrail}' ({reason})."
+
+
+def _described(matches: Iterable[Match]) -> str:
+    return ", ".join(f"{entity} x{count}" for entity, count in counted(matches).items())
+
+
+@dataclass
+class _Scan:
+    """One guardrail's findings over the texts of one stage of a call."""
+
+    guard: GuardrailConfig
+    found: Counter[str]
+
+    def acted(self, stage: Stage, outcome: Outcome) -> Acted:
+        return Acted(self.guard.name, stage, outcome, {"entities": dict(self.found)})
+
+
+class GuardedCalls:
+    """``guards``: the guardrails that apply, the agent's then the key's. ``outcomes``:
+    the turn's, for the response's header."""
+
+    def __init__(
+        self,
+        calls: ModelCalls,
+        guards: tuple[GuardrailConfig, ...],
+        whose: Whose,
+        outcomes: GuardrailOutcomes,
+        span: Span,
+    ) -> None:
+        self.calls = calls
+        self.whose = whose
+        self.outcomes = outcomes
+        self.span = span
+        self.vault = Vault()  # one conversation's placeholders
+        self.loops = [guard for guard in guards if guard.kind == "loop"]
+        texts = [guard for guard in guards if guard.kind != "loop"]
+        self.inputs = [guard for guard in texts if "input" in guard.on]
+        self.tool_results = [guard for guard in texts if "tool_results" in guard.on]
+        self.outputs = [guard for guard in texts if "output" in guard.on]
+
+    async def complete(self, request: ChatRequest) -> CallResult:
+        sent = await self._inbound(request)
+        result = await self.calls.complete(sent)
+        reply = result.reply
+        acted: list[Acted] = []
+        text, stopped = self._checked_output(reply.text, acted, final=True)
+        if stopped is None:
+            stopped = self._looping(request, reply.tool_calls, acted)
+        await self._kept(acted)
+        if stopped is not None:
+            return replace(result, reply=_refused(reply, stopped))
+        calls = tuple(self._restored_call(call) for call in reply.tool_calls)
+        return replace(
+            result, reply=replace(reply, text=self.vault.restore(text), tool_calls=calls)
+        )
+
+    @asynccontextmanager
+    async def stream(
+        self, request: ChatRequest, *, held: bool = False
+    ) -> AsyncIterator[CallStream]:
+        sent = await self._inbound(request)
+        async with self.calls.stream(sent, held=held) as opened:
+            yield GuardedStream(opened, self, request)
+
+    # Before the call
+
+    async def _inbound(self, request: ChatRequest) -> ChatRequest:
+        acted: list[Acted] = []
+        try:
+            messages = list(request.messages)
+            for guard in self.tool_results:
+                messages = self._tool_results(guard, messages, acted)
+            system = request.system
+            for guard in self.inputs:
+                system, messages = self._input(guard, system, messages, acted)
+            for guard in self.loops:
+                system = self._loop_note(guard, system, messages, acted)
+        finally:
+            await self._kept(acted)
+        return replace(request, system=system, messages=tuple(messages))
+
+    def _tool_results(
+        self, guard: GuardrailConfig, messages: list[Message], acted: list[Acted]
+    ) -> list[Message]:
+        find = finder(guard)
+        scan = _Scan(guard, Counter())
+        kept: list[Message] = []
+        with guardrail_span(self.span, guard.name):
+            for message in messages:
+                matches = find(message.content) if message.role == "tool" else []
+                scan.found.update(match.entity for match in matches)
+                if matches and guard.action == "block":
+                    message = replace(message, content=withheld(guard.name), parts=())
+                elif matches and guard.action == "redact":
+                    message = self._redacted(message, find)
+                kept.append(message)
+        self._ended(scan, "tool_results", acted)
+        return kept
+
+    def _input(
+        self,
+        guard: GuardrailConfig,
+        system: str,
+        messages: list[Message],
+        acted: list[Acted],
+    ) -> tuple[str, list[Message]]:
+        find = finder(guard)
+        scan = _Scan(guard, Counter())
+        with guardrail_span(self.span, guard.name) as span:
+            system_matches = find(system) if system else []
+            scan.found.update(match.entity for match in system_matches)
+            found = [
+                (message, [m for text in _texts(message) for m in find(text)])
+                for message in messages
+            ]
+            for _, matches in found:
+                scan.found.update(match.entity for match in matches)
+            if scan.found and guard.action == "block":
+                span.fail("guardrail_blocked")
+                self._ended(scan, "input", acted)
+                raise GuardrailBlocked(
+                    guard.name, ", ".join(f"{e} x{n}" for e, n in scan.found.items())
+                )
+            if scan.found and guard.action == "redact":
+                system = self.vault.redact(system, system_matches)
+                messages = [
+                    self._redacted(message, find) if matches else message
+                    for message, matches in found
+                ]
+        self._ended(scan, "input", acted)
+        return system, messages
+
+    def _redacted(self, message: Message, find: Finder) -> Message:
+        vault = self.vault
+        content = vault.redact(message.content, find(message.content))
+        parts = tuple(self._redacted_part(part, find) for part in message.parts)
+        calls = tuple(
+            replace(call, arguments=vault.redact(call.arguments, find(call.arguments)))
+            for call in message.tool_calls
+        )
+        return replace(message, content=content, parts=parts, tool_calls=calls)
+
+    def _redacted_part(self, part: Part, find: Finder) -> Part:
+        if isinstance(part, str):
+            return self.vault.redact(part, find(part))
+        if isinstance(part, Block):
+            text = self.vault.redact(part.text, find(part.text))
+            block = {**part.block, "text": text} if "text" in part.block else part.block
+            return Block(block, text)
+        return part
+
+    def _loop_note(
+        self, guard: GuardrailConfig, system: str, messages: list[Message], acted: list[Acted]
+    ) -> str:
+        if guard.action != "warn":
+            return system
+        loop = find_loop(history_calls(messages), guard.max_repeats, guard.window)
+        if loop is None:
+            self.outcomes.note(guard.name, "passed")
+            return system
+        acted.append(Acted(guard.name, "input", "warned", _loop_detail(loop)))
+        self.outcomes.note(guard.name, "warned")
+        note = (
+            f"Note from the gateway: the tool call {loop.described} has been made repeatedly "
+            "with the same arguments. Do not repeat it; try another approach or explain "
+            "what is blocking you."
+        )
+        return f"{system}\n\n{note}" if system else note
+
+    # After the call
+
+    def _checked_output(
+        self, text: str, acted: list[Acted], *, final: bool
+    ) -> tuple[str, tuple[str, str] | None]:
+        """``text`` as the output guardrails let it through (new values redacted), or the
+        guardrail that stops the reply and why. ``final``: the whole of what they see
+        (record what they found)."""
+        for guard in self.outputs:
+            find = finder(guard)
+            with guardrail_span(self.span, guard.name) as span:
+                matches = find(text)
+                if matches and guard.action == "block":
+                    span.fail("guardrail_blocked")
+                    scan = _Scan(guard, Counter(match.entity for match in matches))
+                    self._ended(scan, "output", acted)
+                    return text, (guard.name, _described(matches))
+                if matches and guard.action == "redact":
+                    text = _masked(text, matches)
+            if final:
+                self._ended(_Scan(guard, Counter(m.entity for m in matches)), "output", acted)
+        return text, None
+
+    def _looping(
+        self, request: ChatRequest, calls: tuple[ToolCall, ...], acted: list[Acted]
+    ) -> tuple[str, str] | None:
+        for guard in self.loops:
+            if guard.action != "block":
+                continue
+            loop = (
+                find_loop(
+                    [*history_calls(request.messages), *calls], guard.max_repeats, guard.window
+                )
+                if calls
+                else None
+            )
+            if loop is None:
+                self.outcomes.note(guard.name, "passed")
+                continue
+            acted.append(Acted(guard.name, "output", "blocked", _loop_detail(loop)))
+            self.outcomes.note(guard.name, "blocked")
+            return guard.name, f"loop_detected: {loop.described}"
+        return None
+
+    def _restored_call(self, call: ToolCall) -> ToolCall:
+        return replace(call, arguments=self.vault.restore(call.arguments))
+
+    def _ended(self, scan: _Scan, stage: Stage, acted: list[Acted]) -> None:
+        guard = scan.guard
+        if not scan.found:
+            self.outcomes.note(guard.name, "passed")
+            return
+        outcome = _OUTCOMES[guard.action]
+        self.outcomes.note(guard.name, outcome)
+        acted.append(scan.acted(stage, outcome))
+
+    async def _kept(self, acted: list[Acted]) -> None:
+        await keep(self.whose, acted)
+
+
+def _texts(message: Message) -> list[str]:
+    """The texts of a message a guardrail reads: its content and its tool calls'
+    arguments (its text parts are in its content)."""
+    return [message.content, *(call.arguments for call in message.tool_calls)]
+
+
+def _loop_detail(loop: Loop) -> dict[str, object]:
+    return {"reason": "loop_detected", "tool": loop.call.split("(", 1)[0], "times": loop.times}
+
+
+def _masked(text: str, matches: list[Match]) -> str:
+    """New values the reply would show, replaced by their entity's name."""
+    pieces: list[str] = []
+    at = 0
+    for match in matches:
+        pieces += [text[at : match.start], f"[{match.entity}]"]
+        at = match.end
+    pieces.append(text[at:])
+    return "".join(pieces)
+
+
+def _refused(reply: ChatResponse, stopped: tuple[str, str]) -> ChatResponse:
+    return replace(
+        reply, text=refusal(*stopped), tool_calls=(), finish_reason="content_filter", logprobs=None
+    )
+
+
+class GuardedStream:
+    """A guarded call's stream: its text restored as it comes (through a window held back
+    for the output guardrails, when there are any), its tool calls held until the loop
+    guard has seen them (when there is one)."""
+
+    def __init__(self, opened: CallStream, layer: GuardedCalls, request: ChatRequest) -> None:
+        self.opened = opened
+        self.layer = layer
+        self.request = request
+        self.answered_by = opened.answered_by
+        self.tries = opened.tries
+        self.cache = opened.cache
+        self.result: CallResult | None = None
+        self.events: AsyncIterator[StreamEvent] = self._events()
+
+    def so_far(self) -> Usage:
+        return self.opened.so_far()
+
+    async def _events(self) -> AsyncIterator[StreamEvent]:
+        layer = self.layer
+        window = max((guard.stream_window for guard in layer.outputs), default=0)
+        holds_calls = bool(layer.loops)
+        restorer = Restorer(layer.vault)
+        call_restorers: dict[int, Restorer] = {}
+        held_calls: list[ToolCallDelta] = []
+        shown: list[str] = []
+        pending = ""
+        acted: list[Acted] = []
+        stopped: tuple[str, str] | None = None
+        async for event in self.opened.events:
+            if stopped is not None:
+                continue  # the rest is read for what it spent, never shown
+            if isinstance(event, TextDelta):
+                if not window:
+                    text = restorer.feed(event.text)
+                    if text:
+                        shown.append(text)
+                        yield replace(event, text=text)
+                    continue
+                pending += event.text
+                if len(pending) < 2 * window:
+                    continue
+                pending, stopped = layer._checked_output(pending, acted, final=False)
+                if stopped is None:
+                    released, pending = pending[:-window], pending[-window:]
+                    if text := restorer.feed(released):
+                        shown.append(text)
+                        yield TextDelta(text)
+            elif isinstance(event, ToolCallDelta):
+                if holds_calls:
+                    held_calls.append(event)
+                    continue
+                arguments = call_restorers.setdefault(event.index, Restorer(layer.vault))
+                yield replace(event, arguments=arguments.feed(event.arguments))
+            else:
+                yield event
+        result = self.opened.result
+        assert result is not None, "a stream read to its end has its result"
+        reply = result.reply
+        if stopped is None and layer.outputs:
+            pending, stopped = layer._checked_output(pending, acted, final=False)
+            if stopped is None:  # what the windows saw in pieces, seen whole
+                _, stopped = layer._checked_output(reply.text, acted, final=True)
+        if stopped is None:
+            stopped = layer._looping(self.request, reply.tool_calls, acted)
+        await layer._kept(acted)
+        if stopped is not None:
+            text = refusal(*stopped)
+            prefix = "".join(shown)
+            ending = f"\n\n{text}" if prefix else text
+            yield TextDelta(ending)
+            refused = _refused(reply, stopped)
+            self.result = replace(result, reply=replace(refused, text=prefix + ending))
+            return
+        if text := restorer.feed(pending) + restorer.flush():
+            shown.append(text)
+            yield TextDelta(text)
+        for delta in held_calls:
+            yield replace(delta, arguments=layer.vault.restore(delta.arguments))
+        for index, arguments in call_restorers.items():
+            if rest := arguments.flush():
+                yield ToolCallDelta(index, arguments=rest)
+        calls = tuple(layer._restored_call(call) for call in reply.tool_calls)
+        self.result = replace(result, reply=replace(reply, text="".join(shown), tool_calls=calls))
