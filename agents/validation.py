@@ -9,7 +9,6 @@ import re
 from collections.abc import Iterator, Sequence
 from urllib.parse import urlsplit
 
-import re2
 from croniter import croniter
 from django.template import Engine, TemplateSyntaxError
 
@@ -600,6 +599,8 @@ def _check_guardrails(config: Config) -> Iterator[str]:
                     f"{path}.patterns[{number}].name: {pattern.name!r} must be upper-case "
                     "letters, digits and '_' (it names placeholders)"
                 )
+            import re2  # only for a config with patterns (a MB of memory)
+
             try:
                 re2.compile(pattern.regex)
             except re2.error as error:

@@ -23,6 +23,7 @@ _RECORD_PAGES = (
     ("Conversations", "admin:conversations"),
     ("Requests", "admin:requests"),
     ("Memories", "admin:memories"),
+    ("Guardrails", "admin:guardrail_events"),
     ("Triggers", "admin:triggers"),
     ("Smoke tests", "admin:smoke_tests"),
     ("Usage", "admin:usage"),

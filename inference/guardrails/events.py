@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from core.metrics import GUARDRAIL_EVENTS
 from inference.database import in_database
-from inference.models import GuardrailEvent
+from inference.models import GuardrailEvent as GuardrailEvent  # the record, for the admin
 
 Outcome = Literal["passed", "redacted", "blocked", "warned"]
 Stage = Literal["input", "output", "tool_results"]

@@ -2,12 +2,15 @@
 
 import weakref
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from agents.schema import GuardrailConfig
 from agents.validation import PII_ENTITIES
 from inference.guardrails.matches import Match, without_overlaps
-from inference.guardrails.patterns import SECRETS, PatternSet, custom, denylist
 from inference.guardrails.presidio import find_pii
+
+if TYPE_CHECKING:
+    from inference.guardrails.patterns import PatternSet
 
 Finder = Callable[[str], list[Match]]
 
@@ -25,6 +28,9 @@ def finder(guard: GuardrailConfig) -> Finder:
 
 
 def _built(guard: GuardrailConfig) -> Finder:
+    # RE2 is loaded by the first guardrail built, not by every process.
+    from inference.guardrails.patterns import SECRETS, custom, denylist
+
     match guard.kind:
         case "pii":
             entities = tuple(guard.entities or PII_ENTITIES)
@@ -38,5 +44,5 @@ def _built(guard: GuardrailConfig) -> Finder:
             return lambda text: []
 
 
-def _patterns(patterns: PatternSet) -> Finder:
+def _patterns(patterns: "PatternSet") -> Finder:
     return lambda text: without_overlaps(patterns.find(text))

@@ -1,6 +1,6 @@
 """Libraries a process loads only when its config or its requests need them (each is a MB
 or two of every worker's memory): joserfc for OpenID Connect, the OpenTelemetry SDK for an
-exporter, genai-prices for a price from its table, jsonschema and RE2 for a JSON Schema."""
+exporter, genai-prices for a price from its table, jsonschema and RE2 for a JSON Schema, Presidio (and spaCy) for a pii guardrail."""
 
 import json
 import os
@@ -15,7 +15,15 @@ from inference.money.prices import price_of
 from inference.neutral.types import Usage
 
 ROOT = Path(__file__).resolve().parents[2]
-OPTIONAL = ("joserfc", "opentelemetry.sdk", "genai_prices", "jsonschema", "re2", "mcp.server")
+OPTIONAL = (
+    "joserfc",
+    "opentelemetry.sdk",
+    "genai_prices",
+    "jsonschema",
+    "re2",
+    "mcp.server",
+    "presidio_analyzer",
+)
 TABLE = "genai_prices.data"  # the price table, loaded by the first price looked up in it
 CONFIG = """\
 providers: {openai: {api_key: sk-test, base_url: 'http://127.0.0.1:9/v1'}}
