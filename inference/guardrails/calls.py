@@ -29,6 +29,7 @@ from inference.neutral.types import (
     ChatResponse,
     Message,
     Part,
+    StreamAccumulator,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -123,7 +124,9 @@ class GuardedCalls:
     ) -> AsyncIterator[CallStream]:
         sent = await self._inbound(request)
         async with self.calls.stream(sent, held=held) as opened:
-            yield GuardedStream(opened, self, request)
+            guarded = GuardedStream(opened, self, request)
+            yield guarded
+        guarded.settle(opened.result)
 
     # Before the call
 
@@ -320,7 +323,8 @@ def _refused(reply: ChatResponse, stopped: tuple[str, str]) -> ChatResponse:
 class GuardedStream:
     """A guarded call's stream: its text restored as it comes (through a window held back
     for the output guardrails, when there are any), its tool calls held until the loop
-    guard has seen them (when there is one)."""
+    guard has seen them (when there is one). Its result is the call's, once it ended
+    (``settle``), with the reply as the client was shown it."""
 
     def __init__(self, opened: CallStream, layer: GuardedCalls, request: ChatRequest) -> None:
         self.opened = opened
@@ -331,9 +335,23 @@ class GuardedStream:
         self.cache = opened.cache
         self.result: CallResult | None = None
         self.events: AsyncIterator[StreamEvent] = self._events()
+        self._shown: str | None = None  # the text the client got, once the events ended
+        self._stopped: tuple[str, str] | None = None
 
     def so_far(self) -> Usage:
         return self.opened.so_far()
+
+    def settle(self, result: CallResult | None) -> None:
+        """The call ended with ``result``: the guarded stream's own, unless it was cut."""
+        if result is None or self._shown is None:
+            return
+        reply = result.reply
+        if self._stopped is not None:
+            refused = replace(_refused(reply, self._stopped), text=self._shown)
+            self.result = replace(result, reply=refused)
+            return
+        calls = tuple(self.layer._restored_call(call) for call in reply.tool_calls)
+        self.result = replace(result, reply=replace(reply, text=self._shown, tool_calls=calls))
 
     async def _events(self) -> AsyncIterator[StreamEvent]:
         layer = self.layer
@@ -342,11 +360,13 @@ class GuardedStream:
         restorer = Restorer(layer.vault)
         call_restorers: dict[int, Restorer] = {}
         held_calls: list[ToolCallDelta] = []
+        seen = StreamAccumulator()  # the reply as the model wrote it
         shown: list[str] = []
         pending = ""
         acted: list[Acted] = []
         stopped: tuple[str, str] | None = None
         async for event in self.opened.events:
+            seen.add(event)
             if stopped is not None:
                 continue  # the rest is read for what it spent, never shown
             if isinstance(event, TextDelta):
@@ -373,9 +393,7 @@ class GuardedStream:
                 yield replace(event, arguments=arguments.feed(event.arguments))
             else:
                 yield event
-        result = self.opened.result
-        assert result is not None, "a stream read to its end has its result"
-        reply = result.reply
+        reply = seen.response()
         if stopped is None and layer.outputs:
             pending, stopped = layer._checked_output(pending, acted, final=False)
             if stopped is None:  # what the windows saw in pieces, seen whole
@@ -385,11 +403,9 @@ class GuardedStream:
         await layer._kept(acted)
         if stopped is not None:
             text = refusal(*stopped)
-            prefix = "".join(shown)
-            ending = f"\n\n{text}" if prefix else text
+            ending = f"\n\n{text}" if shown else text
             yield TextDelta(ending)
-            refused = _refused(reply, stopped)
-            self.result = replace(result, reply=replace(refused, text=prefix + ending))
+            self._shown, self._stopped = "".join(shown) + ending, stopped
             return
         if text := restorer.feed(pending) + restorer.flush():
             shown.append(text)
@@ -399,5 +415,4 @@ class GuardedStream:
         for index, arguments in call_restorers.items():
             if rest := arguments.flush():
                 yield ToolCallDelta(index, arguments=rest)
-        calls = tuple(layer._restored_call(call) for call in reply.tool_calls)
-        self.result = replace(result, reply=replace(reply, text="".join(shown), tool_calls=calls))
+        self._shown = "".join(shown)

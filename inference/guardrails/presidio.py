@@ -6,6 +6,7 @@ Presidio (and the spaCy it imports) costs about two seconds and 100 MB: it is im
 the first time a pii guardrail checks a text, not before.
 """
 
+import logging
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 
 @cache
 def _analyzer() -> "AnalyzerEngine":
+    # Its info lines come with every text it reads ("Skipping context extraction ...").
+    logging.getLogger("presidio-analyzer").setLevel(logging.WARNING)
     import tldextract
     from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
     from presidio_analyzer.nlp_engine import NoOpNlpEngine
