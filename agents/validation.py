@@ -604,7 +604,10 @@ def _check_guardrails(config: Config) -> Iterator[str]:
             try:
                 re2.compile(pattern.regex)
             except re2.error as error:
-                yield f"{path}.patterns[{number}].regex: not an RE2 pattern: {error}"
+                reason = error.args[0] if error.args else ""
+                if isinstance(reason, bytes):
+                    reason = reason.decode(errors="replace")
+                yield f"{path}.patterns[{number}].regex: not an RE2 pattern: {reason}"
         if guard.kind == "denylist" and not (guard.words or guard.patterns):
             yield f"{path}: a denylist needs words or patterns"
     defined = {guard.name for guard in config.guardrails}
