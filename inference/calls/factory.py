@@ -4,7 +4,7 @@ fallbacks, circuit breakers), the response cache, guardrails, tracing, the turn'
 money's admission. Each is a wrapper with the same interface; a new step that every
 call goes through is one wrapper and one line here."""
 
-from agents.schema import AgentConfig, Config, GuardrailConfig
+from agents.schema import AgentConfig, Config
 from inference.cache.calls import CachedCalls, CacheEngine
 from inference.cache.use import CacheControl
 from inference.calls.recorder import CallRecorder, RecordedCalls
@@ -40,23 +40,20 @@ def model_calls(
     if agent is not None and agent.cache is not None and control is not None:
         calls = CachedCalls(calls, agent, route, caller, control, config, engine)
         cached = "bypass" if control.bypassed else "miss"
-    guards = _guardrails(config, caller, agent)
-    if guards and agent is not None:
+    names = _guardrails(caller, agent)
+    if names and agent is not None:
         whose = Whose(caller.user_id, caller.key_id, agent.name)
-        calls = GuardedCalls(calls, guards, whose, recorder.guardrails, caller.span)
+        calls = GuardedCalls(calls, config, names, whose, recorder.guardrails, caller.span)
     first = route.deployments[0]
     calls = TracedCalls(calls, caller.span, cached, first.model)
     calls = RecordedCalls(calls, recorder, answering)
     return MeteredCalls(calls, meter, price_of(config, first.provider, first.model))
 
 
-def _guardrails(
-    config: Config, caller: Caller, agent: AgentConfig | None
-) -> tuple[GuardrailConfig, ...]:
+def _guardrails(caller: Caller, agent: AgentConfig | None) -> tuple[str, ...]:
     """The guardrails of ``agent``'s calls: its own, then those of the caller's key (a
-    guardrail's own calls, a judge's verdict on a text, go through none)."""
+    guardrail's own calls go through none)."""
     if agent is None or caller.purpose == "guardrail":
         return ()
     names = [*agent.guardrails, *(caller.key.guardrails if caller.key is not None else ())]
-    found = (config.guardrail(name) for name in dict.fromkeys(names))
-    return tuple(guard for guard in found if guard is not None)
+    return tuple(dict.fromkeys(names))

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 
-from agents.schema import GuardrailConfig
+from agents.schema import Config, GuardrailConfig
 from inference.guardrails.events import Acted, GuardrailOutcomes, Outcome, Stage, Whose, keep
 from inference.guardrails.guards import Finder, finder
 from inference.guardrails.loops import Loop, find_loop, history_calls
@@ -80,13 +80,14 @@ class _Scan:
 
 
 class GuardedCalls:
-    """``guards``: the guardrails that apply, the agent's then the key's. ``outcomes``:
+    """``names``: the guardrails that apply, the agent's then the key's. ``outcomes``:
     the turn's, for the response's header."""
 
     def __init__(
         self,
         calls: ModelCalls,
-        guards: tuple[GuardrailConfig, ...],
+        config: Config,
+        names: tuple[str, ...],
         whose: Whose,
         outcomes: GuardrailOutcomes,
         span: Span,
@@ -96,6 +97,10 @@ class GuardedCalls:
         self.outcomes = outcomes
         self.span = span
         self.vault = Vault()  # one conversation's placeholders
+        found = [(name, config.guardrail(name)) for name in names]
+        guards = [guard for _, guard in found if guard is not None]
+        # A key may name a guardrail the config no longer defines: its calls are refused.
+        self.missing = [name for name, guard in found if guard is None]
         self.loops = [guard for guard in guards if guard.kind == "loop"]
         texts = [guard for guard in guards if guard.kind != "loop"]
         self.inputs = [guard for guard in texts if "input" in guard.on]
@@ -131,6 +136,13 @@ class GuardedCalls:
     # Before the call
 
     async def _inbound(self, request: ChatRequest) -> ChatRequest:
+        if self.missing:
+            raise ProviderError(
+                503,
+                f"The API key's guardrail '{self.missing[0]}' is not defined in the config: "
+                "its requests are refused until it is (or the key is replaced)",
+                code="guardrail_unavailable",
+            )
         acted: list[Acted] = []
         try:
             messages = list(request.messages)

@@ -6,6 +6,7 @@ withheld, a looping agent stopped, guardrails of a minted key, and the events pa
 never shows what was matched."""
 
 import json
+import subprocess
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -308,6 +309,25 @@ def test_a_secret_in_the_reply_ends_it_with_the_dialects_content_filter(
     assert headers["X-Gateway-Guardrails"] == "no-secrets=blocked, codenames=passed"
 
 
+def test_a_stopped_reply_is_an_incomplete_response_on_the_responses_api(
+    server: GatewayServer, fakes: dict[str, FakeUpstream], key: str
+) -> None:
+    fakes["openai"].script(
+        Reply.of_text(f"The key: {OPENAI_KEY}"), Reply.of_text(f"Again: {OPENAI_KEY}")
+    )
+    client = openai_client(server, key)
+
+    response = client.responses.create(model="blocking-openai", input="The key?")
+    assert response.status == "incomplete"
+    assert response.incomplete_details is not None
+    assert response.incomplete_details.reason == "content_filter"
+    assert OPENAI_KEY not in response.output_text
+
+    events = list(client.responses.create(model="blocking-openai", input="Again?", stream=True))
+    assert events[-1].type == "response.incomplete"
+    assert OPENAI_KEY not in json.dumps([event.model_dump() for event in events])
+
+
 def test_a_stream_is_checked_on_its_held_back_window_and_ends_in_content_filter(
     server: GatewayServer, fakes: dict[str, FakeUpstream], key: str
 ) -> None:
@@ -437,6 +457,24 @@ def test_a_key_naming_an_undefined_guardrail_is_not_minted(server: GatewayServer
     response = httpx.post(f"{server.url}/admin/keys", json=body, timeout=10)
     assert response.status_code == 422
     assert "nope" in response.text
+
+
+def test_a_key_whose_guardrail_left_the_config_is_refused(
+    server: GatewayServer, fakes: dict[str, FakeUpstream], user: str
+) -> None:
+    # The admin refuses such a key; the command mints it (it does not read the config).
+    command = [server.python, str(server.project_dir / "manage.py"), "create_api_key"]
+    command += ["--user", user, "--name", "old", "--guardrails", "pii,retired"]
+    done = subprocess.run(command, capture_output=True, text=True, env=server.env, check=True)
+
+    with pytest.raises(openai.APIStatusError) as refused:
+        openai_client(server, done.stdout.strip()).chat.completions.create(
+            model="plain", messages=[{"role": "user", "content": "Hi"}]
+        )
+
+    assert refused.value.status_code == 503
+    assert "retired" in refused.value.message
+    assert fakes["openai"].requests == []
 
 
 def test_events_are_listed_with_entities_and_counts_never_the_text(
