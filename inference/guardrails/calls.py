@@ -112,13 +112,13 @@ class GuardedCalls:
         result = await self.calls.complete(sent)
         reply = result.reply
         acted: list[Acted] = []
-        text, stopped = self._checked_output(reply.text, acted, final=True)
+        text, stopped = self.checked_output(reply.text, acted, final=True)
         if stopped is None:
-            stopped = self._looping(request, reply.tool_calls, acted)
-        await self._kept(acted)
+            stopped = self.looping(request, reply.tool_calls, acted)
+        await self.kept(acted)
         if stopped is not None:
             return replace(result, reply=_refused(reply, stopped))
-        calls = tuple(self._restored_call(call) for call in reply.tool_calls)
+        calls = tuple(self.restored_call(call) for call in reply.tool_calls)
         return replace(
             result, reply=replace(reply, text=self.vault.restore(text), tool_calls=calls)
         )
@@ -154,7 +154,7 @@ class GuardedCalls:
             for guard in self.loops:
                 system = self._loop_note(guard, system, messages, acted)
         finally:
-            await self._kept(acted)
+            await self.kept(acted)
         return replace(request, system=system, messages=tuple(messages))
 
     def _tool_results(
@@ -247,7 +247,7 @@ class GuardedCalls:
 
     # After the call
 
-    def _checked_output(
+    def checked_output(
         self, text: str, acted: list[Acted], *, final: bool
     ) -> tuple[str, tuple[str, str] | None]:
         """``text`` as the output guardrails let it through (new values redacted), or the
@@ -268,19 +268,14 @@ class GuardedCalls:
                 self._ended(_Scan(guard, Counter(m.entity for m in matches)), "output", acted)
         return text, None
 
-    def _looping(
+    def looping(
         self, request: ChatRequest, calls: tuple[ToolCall, ...], acted: list[Acted]
     ) -> tuple[str, str] | None:
         for guard in self.loops:
             if guard.action != "block":
                 continue
-            loop = (
-                find_loop(
-                    [*history_calls(request.messages), *calls], guard.max_repeats, guard.window
-                )
-                if calls
-                else None
-            )
+            recent = [*history_calls(request.messages), *calls]
+            loop = find_loop(recent, guard.max_repeats, guard.window, among=calls)
             if loop is None:
                 self.outcomes.note(guard.name, "passed")
                 continue
@@ -289,7 +284,7 @@ class GuardedCalls:
             return guard.name, f"loop_detected: {loop.described}"
         return None
 
-    def _restored_call(self, call: ToolCall) -> ToolCall:
+    def restored_call(self, call: ToolCall) -> ToolCall:
         return replace(call, arguments=self.vault.restore(call.arguments))
 
     def _ended(self, scan: _Scan, stage: Stage, acted: list[Acted]) -> None:
@@ -301,7 +296,7 @@ class GuardedCalls:
         self.outcomes.note(guard.name, outcome)
         acted.append(scan.acted(stage, outcome))
 
-    async def _kept(self, acted: list[Acted]) -> None:
+    async def kept(self, acted: list[Acted]) -> None:
         await keep(self.whose, acted)
 
 
@@ -362,7 +357,7 @@ class GuardedStream:
             refused = replace(_refused(reply, self._stopped), text=self._shown)
             self.result = replace(result, reply=refused)
             return
-        calls = tuple(self.layer._restored_call(call) for call in reply.tool_calls)
+        calls = tuple(self.layer.restored_call(call) for call in reply.tool_calls)
         self.result = replace(result, reply=replace(reply, text=self._shown, tool_calls=calls))
 
     async def _events(self) -> AsyncIterator[StreamEvent]:
@@ -391,7 +386,7 @@ class GuardedStream:
                 pending += event.text
                 if len(pending) < 2 * window:
                     continue
-                pending, stopped = layer._checked_output(pending, acted, final=False)
+                pending, stopped = layer.checked_output(pending, acted, final=False)
                 if stopped is None:
                     released, pending = pending[:-window], pending[-window:]
                     if text := restorer.feed(released):
@@ -407,12 +402,12 @@ class GuardedStream:
                 yield event
         reply = seen.response()
         if stopped is None and layer.outputs:
-            pending, stopped = layer._checked_output(pending, acted, final=False)
+            pending, stopped = layer.checked_output(pending, acted, final=False)
             if stopped is None:  # what the windows saw in pieces, seen whole
-                _, stopped = layer._checked_output(reply.text, acted, final=True)
+                _, stopped = layer.checked_output(reply.text, acted, final=True)
         if stopped is None:
-            stopped = layer._looping(self.request, reply.tool_calls, acted)
-        await layer._kept(acted)
+            stopped = layer.looping(self.request, reply.tool_calls, acted)
+        await layer.kept(acted)
         if stopped is not None:
             text = refusal(*stopped)
             ending = f"\n\n{text}" if shown else text

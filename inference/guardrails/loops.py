@@ -3,7 +3,7 @@ again, or going round a short cycle of calls, among a conversation's latest tool
 (those in the history the request carries, whoever ran them, and the model's new ones)."""
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from inference.neutral.types import Message, ToolCall
@@ -37,12 +37,19 @@ def history_calls(messages: Iterable[Message]) -> list[ToolCall]:
     ]
 
 
-def find_loop(calls: list[ToolCall], max_repeats: int, window: int) -> Loop | None:
+def find_loop(
+    calls: Sequence[ToolCall],
+    max_repeats: int,
+    window: int,
+    among: Sequence[ToolCall] | None = None,
+) -> Loop | None:
     """The call made ``max_repeats`` times among the last ``window`` calls, the latest
-    such first. A cycle (a, b, a, b, a, b) is found this way too: each of its calls
-    repeats as often as the cycle does."""
+    such first; ``among``: only one of these calls (the model's new ones) counts. A cycle
+    (a, b, a, b, a, b) is found this way too: each of its calls repeats as often as the
+    cycle does."""
     recent = [signature(call) for call in calls[-window:]]
-    for shown in dict.fromkeys(reversed(recent)):
+    candidates = recent if among is None else [signature(call) for call in among]
+    for shown in dict.fromkeys(reversed(candidates)):
         times = recent.count(shown)
         if times >= max_repeats:
             return Loop(shown, times)
