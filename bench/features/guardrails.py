@@ -78,14 +78,15 @@ def _ratios(cells: dict[str, Cell]) -> str:
 
 
 def _checks_us(count: int = 300) -> float:
-    """µs of what the two guardrails do with one message on its way up: find, redact."""
+    """µs of what the two guardrails do with a message they have not seen on its way up:
+    find, redact (a message seen before, replayed history, is remembered)."""
     pii = finder(GuardrailConfig(name="pii", kind="pii", action="redact"))
     secrets = finder(GuardrailConfig(name="secrets", kind="secrets"))
-    text = message(0, 0)
-    pii(text)  # Presidio is loaded by the first check
+    pii(message(0, -1))  # Presidio is loaded by the first check
+    texts = [message(0, index) for index in range(count)]
 
     started = time.process_time()
-    for _ in range(count):
+    for text in texts:
         redacted = Vault().redact(text, pii(text))
         secrets(redacted)
     return (time.process_time() - started) / count * 1e6

@@ -14,6 +14,7 @@ from agents.validation import PII_ENTITIES
 from inference.guardrails.matches import Match
 
 if TYPE_CHECKING:
+    import re2
     from presidio_analyzer import AnalyzerEngine
 
 
@@ -58,8 +59,31 @@ def _analyzer() -> "AnalyzerEngine":
 MIN_SCORE = 0.3
 
 
+# What a text must hold for each recognizer to find anything in it, looser than the
+# recognizer itself: a text without it skips the recognizer (the phone numbers' matcher
+# tries eight regions' formats and costs most of a check).
+_HINTS = {
+    "EMAIL_ADDRESS": r"@",
+    "PHONE_NUMBER": r"\d(?:\D{0,3}\d){5}",
+    "CREDIT_CARD": r"\d(?:\D{0,3}\d){11}",
+    "IBAN_CODE": r"[A-Za-z]{2}\d{2}",
+    "US_SSN": r"\d(?:\D{0,3}\d){8}",
+    "IP_ADDRESS": r"\d\.\d|[0-9A-Fa-f]?::?[0-9A-Fa-f]",
+}
+
+
+@cache
+def _hint(entity: str) -> "re2._Regexp":
+    import re2
+
+    return re2.compile(_HINTS[entity])
+
+
 def find_pii(text: str, entities: tuple[str, ...] = PII_ENTITIES) -> list[Match]:
-    results = _analyzer().analyze(text, language="en", entities=list(entities))
+    hinted = [entity for entity in entities if _hint(entity).search(text)]
+    if not hinted:
+        return []
+    results = _analyzer().analyze(text, language="en", entities=hinted)
     return [
         Match(result.entity_type, result.start, result.end)
         for result in results
