@@ -510,7 +510,7 @@ class GuardrailPattern(Section):
     regex: str = Field(description="An RE2 pattern.")
 
 
-GuardrailKind = Literal["pii", "secrets", "denylist", "loop"]
+GuardrailKind = Literal["pii", "secrets", "denylist", "judge", "loop"]
 GuardrailStage = Literal["input", "output", "tool_results"]
 
 
@@ -529,6 +529,7 @@ class GuardrailConfig(Finite):
         default=[], description="pii, denylist: RE2 patterns looked for too."
     )
     words: list[str] = Field(default=[], description="denylist: whole words, any case.")
+    agent: str | None = Field(default=None, description="judge: the agent that classifies.")
     max_repeats: int = Field(default=3, ge=2, description="loop: repeats that make a loop.")
     window: int = Field(default=20, ge=2, description="loop: the last tool calls looked at.")
     stream_window: int = Field(

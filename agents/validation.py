@@ -610,6 +610,10 @@ def _check_guardrails(config: Config) -> Iterator[str]:
                 yield f"{path}.patterns[{number}].regex: not an RE2 pattern: {reason}"
         if guard.kind == "denylist" and not (guard.words or guard.patterns):
             yield f"{path}: a denylist needs words or patterns"
+        if guard.kind == "judge" and guard.agent is None:
+            yield f"{path}.agent: a judge needs the agent that classifies"
+        elif guard.agent is not None and config.agent(guard.agent) is None:
+            yield f"{path}.agent: agent '{guard.agent}' is not defined"
     defined = {guard.name for guard in config.guardrails}
     for index, agent in enumerate(config.agents):
         for name in agent.guardrails:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from agents.schema import Config, GuardrailConfig
 from inference.guardrails.events import Acted, GuardrailOutcomes, Outcome, Stage, Whose, keep
 from inference.guardrails.guards import Finder, finder
+from inference.guardrails.judging import Judging
 from inference.guardrails.loops import Loop, find_loop, history_calls
 from inference.guardrails.matches import Match, counted
 from inference.guardrails.placeholders import Restorer, Vault
@@ -91,8 +92,10 @@ class GuardedCalls:
         whose: Whose,
         outcomes: GuardrailOutcomes,
         span: Span,
+        judging: Judging | None = None,
     ) -> None:
         self.calls = calls
+        self.judging = judging
         self.whose = whose
         self.outcomes = outcomes
         self.span = span
@@ -102,7 +105,8 @@ class GuardedCalls:
         # A key may name a guardrail the config no longer defines: its calls are refused.
         self.missing = [name for name, guard in found if guard is None]
         self.loops = [guard for guard in guards if guard.kind == "loop"]
-        texts = [guard for guard in guards if guard.kind != "loop"]
+        self.judges = [guard for guard in guards if guard.kind == "judge"]
+        texts = [guard for guard in guards if guard.kind not in ("loop", "judge")]
         self.inputs = [guard for guard in texts if "input" in guard.on]
         self.tool_results = [guard for guard in texts if "tool_results" in guard.on]
         self.outputs = [guard for guard in texts if "output" in guard.on]
@@ -113,6 +117,8 @@ class GuardedCalls:
         reply = result.reply
         acted: list[Acted] = []
         text, stopped = self.checked_output(reply.text, acted, final=True)
+        if stopped is None:
+            stopped = await self.judged_output(reply.text, acted)
         if stopped is None:
             stopped = self.looping(request, reply.tool_calls, acted)
         await self.kept(acted)
@@ -151,6 +157,8 @@ class GuardedCalls:
             system = request.system
             for guard in self.inputs:
                 system, messages = self._input(guard, system, messages, acted)
+            messages = await self._judged_tool_results(messages, acted)
+            await self._judged_input(messages, acted)
             for guard in self.loops:
                 system = self._loop_note(guard, system, messages, acted)
         finally:
@@ -227,6 +235,65 @@ class GuardedCalls:
             return Block(block, text)
         return part
 
+    async def _judged_tool_results(
+        self, messages: list[Message], acted: list[Acted]
+    ) -> list[Message]:
+        """The tool results since the model last spoke, each judged."""
+        judges = [guard for guard in self.judges if "tool_results" in guard.on]
+        start = _after_last_assistant(messages)
+        fresh = [index for index in range(start, len(messages)) if messages[index].role == "tool"]
+        for guard in judges:
+            for index in fresh:
+                text = messages[index].content
+                flagged = await self._flagged(guard, text, "tool_results", acted)
+                if flagged and guard.action == "block":
+                    messages[index] = replace(
+                        messages[index], content=withheld(guard.name), parts=()
+                    )
+        return messages
+
+    async def _judged_input(self, messages: list[Message], acted: list[Acted]) -> None:
+        """What the user said since the model last spoke, judged: a 400 when a blocking
+        judge flags it."""
+        start = _after_last_assistant(messages)
+        said = "\n\n".join(m.content for m in messages[start:] if m.role == "user")
+        if not said:
+            return
+        for guard in self.judges:
+            if "input" not in guard.on:
+                continue
+            flagged = await self._flagged(guard, said, "input", acted)
+            if flagged and guard.action == "block":
+                raise GuardrailBlocked(guard.name, "flagged by its judge")
+
+    async def judged_output(self, text: str, acted: list[Acted]) -> tuple[str, str] | None:
+        """The reply as the model wrote it (placeholders, never the values), judged."""
+        for guard in self.judges:
+            if "output" in guard.on and text:
+                flagged = await self._flagged(guard, text, "output", acted)
+                if flagged and guard.action == "block":
+                    return guard.name, "flagged by its judge"
+        return None
+
+    async def _flagged(
+        self, guard: GuardrailConfig, text: str, stage: Stage, acted: list[Acted]
+    ) -> bool:
+        """Whether ``guard``'s judge flags ``text`` (a judge that cannot answer does not:
+        its failure is logged)."""
+        if self.judging is None:
+            return False
+        with guardrail_span(self.span, guard.name) as span:
+            verdict = await self.judging.judged(guard, text)
+            if verdict is None:
+                span.fail("guardrail_judge_failed")
+        if verdict is None or not verdict.flagged:
+            self.outcomes.note(guard.name, "passed")
+            return False
+        outcome = _OUTCOMES[guard.action]
+        self.outcomes.note(guard.name, outcome)
+        acted.append(Acted(guard.name, stage, outcome, {"verdict": "flagged"}))
+        return True
+
     def _loop_note(
         self, guard: GuardrailConfig, system: str, messages: list[Message], acted: list[Acted]
     ) -> str:
@@ -298,6 +365,12 @@ class GuardedCalls:
 
     async def kept(self, acted: list[Acted]) -> None:
         await keep(self.whose, acted)
+
+
+def _after_last_assistant(messages: list[Message]) -> int:
+    """Where what is new since the model last spoke begins."""
+    assistants = [index for index, message in enumerate(messages) if message.role == "assistant"]
+    return assistants[-1] + 1 if assistants else 0
 
 
 def _texts(message: Message) -> list[str]:
@@ -405,6 +478,8 @@ class GuardedStream:
             pending, stopped = layer.checked_output(pending, acted, final=False)
             if stopped is None:  # what the windows saw in pieces, seen whole
                 _, stopped = layer.checked_output(reply.text, acted, final=True)
+        if stopped is None:
+            stopped = await layer.judged_output(reply.text, acted)
         if stopped is None:
             stopped = layer.looping(self.request, reply.tool_calls, acted)
         await layer.kept(acted)

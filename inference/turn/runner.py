@@ -23,6 +23,7 @@ from core.requestlog import RequestLog
 from inference.background import releasing
 from inference.cache.housekeeping import housekeeping_due, keep_cache
 from inference.calls.conversation import Conversation
+from inference.calls.guardjudge import AgentJudging
 from inference.calls.recorder import CallRecorder
 from inference.database import in_database
 from inference.engine import Engine
@@ -161,14 +162,16 @@ class TurnRunner:
         invoke = agent_span(turn.caller.span, turn.agent.name)
         if invoke.recording:
             invoke.set(_turn_attributes(turn))
+        caller = turn.caller.traced(invoke)
         conversation = Conversation(
             self.config,
             self.engine,
-            turn.caller.traced(invoke),
+            caller,
             CallAllowance(self.config.limits),
             Meter(turn.caller, turn.reservation),
             CallRecorder(),
             control=turn.cache_control,
+            judging=AgentJudging(self.config, self.engine, caller, turn.agent.name),
         )
         loop = conversation.loop(
             call.route, call.toolbox, call.request.response_format, agent=turn.agent

@@ -41,6 +41,7 @@ guardrails:
     patterns: [{name: INJECTION, regex: 'ignore (all )?previous instructions'}]
   - {name: loops, kind: loop, action: block}
   - {name: loop-notes, kind: loop, action: warn}
+  - {name: judged, kind: judge, agent: moderator, on: [input, output]}
 """
 RUN = {
     "type": "function",
@@ -65,6 +66,9 @@ def config(upstreams: dict[str, FakeUpstream]) -> str:
         "  - {name: coding, provider: openai, model: m, guardrails: [injections, loops]}",
         "  - {name: coached, provider: openai, model: m, guardrails: [loop-notes]}",
         "  - {name: plain, provider: openai, model: m, history: false}",
+        "  - {name: moderator, provider: openai, model: judge-m, history: false}",
+        "  - {name: judged-openai, provider: openai, model: m, guardrails: [judged], "
+        "history: false}",
     ]
     return GUARDRAILS + providers + "\n".join(agents) + "\n"
 
@@ -432,6 +436,47 @@ def test_two_identical_calls_go_through_and_a_warning_loop_guard_adds_a_note(
     assert raw.headers["X-Gateway-Guardrails"] == "loop-notes=warned"
     system = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "system"]
     assert any("another approach" in content and "run(" in content for content in system)
+
+
+def verdict(flagged: bool) -> Reply:
+    answer = json.dumps({"flagged": flagged, "reason": "a test's verdict"})
+    return Reply.of_text(answer, prompt_tokens=300, completion_tokens=40)
+
+
+def test_a_judge_flagging_the_input_refuses_it_after_its_own_call_only(
+    server: GatewayServer, fakes: dict[str, FakeUpstream], key: str
+) -> None:
+    fake = fakes["openai"]
+    fake.script(verdict(True))
+
+    with pytest.raises(openai.BadRequestError) as refused:
+        openai_client(server, key).chat.completions.create(
+            model="judged-openai", messages=[{"role": "user", "content": "Write ransomware."}]
+        )
+
+    assert "guardrail_blocked" in str(refused.value) and "judged" in str(refused.value)
+    assert [request.body["model"] for request in fake.requests] == ["judge-m"]
+    asked = upstream_text(fake)
+    assert "Write ransomware." in asked and "never instructions" in asked
+
+
+def test_a_judge_flagging_the_reply_stops_it_and_its_calls_are_not_the_replys_usage(
+    server: GatewayServer, fakes: dict[str, FakeUpstream], key: str
+) -> None:
+    fake = fakes["openai"]
+    fake.script(verdict(False), Reply.of_text("Step one: disable the backups."), verdict(True))
+
+    raw = openai_client(server, key).chat.completions.with_raw_response.create(
+        model="judged-openai", messages=[{"role": "user", "content": "How do I clean up?"}]
+    )
+    reply = raw.parse()
+
+    assert [request.body["model"] for request in fake.requests] == ["judge-m", "m", "judge-m"]
+    assert "disable the backups" in upstream_text(fake, 2)  # the reply, quoted to the judge
+    assert reply.choices[0].finish_reason == "content_filter"
+    assert "disable the backups" not in (reply.choices[0].message.content or "")
+    assert reply.usage is not None and reply.usage.total_tokens == 11 + 7  # the turn's only
+    assert raw.headers["X-Gateway-Guardrails"] == "judged=blocked"
 
 
 def test_a_keys_guardrails_apply_to_every_request_made_with_it(

@@ -14,6 +14,7 @@ GUARDRAILS = [
     {"name": "secrets", "kind": "secrets", "on": ["input", "output", "tool_results"]},
     {"name": "words", "kind": "denylist", "words": ["bluebird"], "action": "warn"},
     {"name": "loops", "kind": "loop", "max_repeats": 4},
+    {"name": "judged", "kind": "judge", "agent": "other", "on": ["output"]},
 ]
 
 
@@ -73,6 +74,16 @@ RULES: list[tuple[str, Callable[[list[dict[str, Any]]], None], str]] = [
         "guardrails[2].name: duplicate name 'pii'",
     ),
     (
+        "a judge without its agent",
+        lambda guards: guards[4].pop("agent"),
+        "guardrails[4].agent: a judge needs the agent that classifies",
+    ),
+    (
+        "a judge's undefined agent",
+        lambda guards: guards[4].update(agent="nobody"),
+        "guardrails[4].agent: agent 'nobody' is not defined",
+    ),
+    (
         "an agent's undefined guardrail",
         lambda guards: guards.pop(3),
         "agents[0].guardrails: guardrail 'loops' is not defined",
@@ -90,5 +101,5 @@ def test_rule_reports_the_path_named_problem(
 def test_an_unknown_kind_is_refused_by_the_schema() -> None:
     problems = problems_after(guarded(lambda guards: guards[2].update(kind="regex")))
     assert problems[0] == (
-        "guardrails[2].kind: input should be 'pii', 'secrets', 'denylist' or 'loop'"
+        "guardrails[2].kind: input should be 'pii', 'secrets', 'denylist', 'judge' or 'loop'"
     )

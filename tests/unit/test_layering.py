@@ -106,7 +106,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "structured",
             "telemetry",
         ),
-        "guardrails": ("database", "models", "neutral", "providers", "telemetry"),
+        "guardrails": ("database", "models", "neutral", "providers", "structured", "telemetry"),
         "calls": (
             "cache",
             "database",

@@ -1,0 +1,48 @@
+"""Asking a judge guardrail's agent (``inference.guardrails.judging``) for a caller: the
+call is billed to the caller as kind ``guardrail``, to the agent being guarded, and is
+not part of the reply's usage."""
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+from agents.schema import Config, GuardrailConfig
+from core.logformat import log_event
+from inference.calls.asking import Billing, ask
+from inference.calls.conversation import Borrowed
+from inference.guardrails.judging import Verdict, judge_request, verdict_of
+from inference.money.caller import Caller
+from inference.routing.deployments import route_of
+
+logger = logging.getLogger("gateway.inference")
+
+
+@dataclass(frozen=True)
+class AgentJudging:
+    """The judges of one turn's guardrails, asked for ``caller`` about ``agent``'s
+    calls."""
+
+    config: Config
+    engine: Borrowed
+    caller: Caller
+    agent: str
+
+    async def judged(self, guard: GuardrailConfig, text: str) -> Verdict | None:
+        judge = self.config.agent(guard.agent or "")
+        if judge is None:
+            return None
+        request = judge_request(judge.model, judge.preamble, text)
+        billing = Billing(self.agent, f"guardrail-{uuid.uuid4().hex}")
+        caller = self.caller.to("guardrail")
+        asked = await ask(caller, self.config, self.engine, route_of(judge), request, billing)
+        verdict = verdict_of(asked.text) if asked.text is not None else None
+        if verdict is None:
+            log_event(
+                logger,
+                "guardrail_judge_failed",
+                logging.WARNING,
+                guardrail=guard.name,
+                judge=judge.name,
+                error=asked.error or "the answer was not a verdict",
+            )
+        return verdict
