@@ -5,8 +5,10 @@ Starts the fake OpenAI upstream, the bare relay and one gateway with
 ``auth.proxy.api_keys: true`` and both guardrails defined, called as ``plain`` (every
 request with a key of its user that lists no guardrail) and as ``guarded`` (keys that
 list ``pii`` (redacting) and ``secrets`` (blocking)): the same agent, the same 2 kB
-message with an e-mail address in it (redacted, then restored in the reply). Slices of
-each target interleave, as in ``bench.floor.compare``, and the server CPU per request is
+message with an e-mail address in it (redacted, then restored in the reply, and an event
+kept); and as ``clean``, the guarded keys with the message without the address (the
+checks find nothing; users of their own). Each user's history is replayed with every
+request, as usual. Slices of each target interleave, as in ``bench.floor.compare``, and the server CPU per request is
 printed against ``plain`` (the target: under 10 % more). Since a few percent is within
 this machine's noise between slices, the checks of one message are also timed in this
 process, without the servers.
@@ -42,6 +44,11 @@ def message(user: int, index: int) -> str:
     return f"Question {index}: please mail bench-{user}@example.com about this. {prose}"
 
 
+def clean(user: int, index: int) -> str:
+    """The same message without the address: the guardrails find nothing."""
+    return message(user, index).replace("@example.com", " of the team")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=3)
@@ -56,10 +63,16 @@ def main() -> None:
         users = [f"bench-user-{user}" for user in range(max(CLIENTS))]
         plain = tuple(mint_key(server, user) for user in users)
         guarded = tuple(mint_key(server, user, "--guardrails", "pii,secrets") for user in users)
+        # Users of their own: no history with an address in it.
+        cleans = tuple(
+            mint_key(server, f"bench-clean-{user}", "--guardrails", "pii,secrets")
+            for user in range(max(CLIENTS))
+        )
         url = f"{server.url}/v1"
         targets = [
             Target("plain", url, server.pid, plain, message),
             Target("guarded", url, server.pid, guarded, message),
+            Target("clean", url, server.pid, cleans, clean),
         ]
         results = asyncio.run(interleave(targets, CLIENTS, options.rounds, options.seconds))
     print(f"\n{len(message(0, 0))}-character message; {options.rounds} round(s) of "
@@ -74,7 +87,9 @@ def main() -> None:
 
 
 def _ratios(cells: dict[str, Cell]) -> str:
-    return f"guarded/plain {cells['guarded'].cpu_ms / cells['plain'].cpu_ms:5.3f}"
+    plain = cells["plain"].cpu_ms
+    guarded, found_nothing = cells["guarded"].cpu_ms / plain, cells["clean"].cpu_ms / plain
+    return f"guarded/plain {guarded:5.3f}  clean/plain {found_nothing:5.3f}"
 
 
 def _checks_us(count: int = 300) -> float:

@@ -46,7 +46,10 @@ def model_calls(
     names = _guardrails(caller, agent)
     if names and agent is not None:
         whose = Whose(caller.user_id, caller.key_id, agent.name)
-        calls = GuardedCalls(calls, config, names, whose, recorder.guardrails, caller.span, judging)
+        outcomes = recorder.guardrails
+        calls = GuardedCalls(
+            calls, config, names, whose, engine.writer, outcomes, caller.span, judging
+        )
     first = route.deployments[0]
     calls = TracedCalls(calls, caller.span, cached, first.model)
     calls = RecordedCalls(calls, recorder, answering)

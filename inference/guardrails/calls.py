@@ -17,7 +17,15 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 
 from agents.schema import Config, GuardrailConfig
-from inference.guardrails.events import Acted, GuardrailOutcomes, Outcome, Stage, Whose, keep
+from inference.guardrails.events import (
+    Acted,
+    Deferring,
+    GuardrailOutcomes,
+    Outcome,
+    Stage,
+    Whose,
+    keep,
+)
 from inference.guardrails.guards import Finder, finder
 from inference.guardrails.judging import Judging
 from inference.guardrails.loops import Loop, find_loop, history_calls
@@ -90,11 +98,13 @@ class GuardedCalls:
         config: Config,
         names: tuple[str, ...],
         whose: Whose,
+        writer: Deferring,
         outcomes: GuardrailOutcomes,
         span: Span,
         judging: Judging | None = None,
     ) -> None:
         self.calls = calls
+        self.writer = writer
         self.judging = judging
         self.whose = whose
         self.outcomes = outcomes
@@ -121,7 +131,7 @@ class GuardedCalls:
             stopped = await self.judged_output(reply.text, acted)
         if stopped is None:
             stopped = self.looping(request, reply.tool_calls, acted)
-        await self.kept(acted)
+        self.kept(acted)
         if stopped is not None:
             return replace(result, reply=_refused(reply, stopped))
         calls = tuple(self.restored_call(call) for call in reply.tool_calls)
@@ -162,7 +172,7 @@ class GuardedCalls:
             for guard in self.loops:
                 system = self._loop_note(guard, system, messages, acted)
         finally:
-            await self.kept(acted)
+            self.kept(acted)
         return replace(request, system=system, messages=tuple(messages))
 
     def _tool_results(
@@ -363,8 +373,8 @@ class GuardedCalls:
         self.outcomes.note(guard.name, outcome)
         acted.append(scan.acted(stage, outcome))
 
-    async def kept(self, acted: list[Acted]) -> None:
-        await keep(self.whose, acted)
+    def kept(self, acted: list[Acted]) -> None:
+        keep(self.writer, self.whose, acted)
 
 
 def _after_last_assistant(messages: list[Message]) -> int:
@@ -482,7 +492,7 @@ class GuardedStream:
             stopped = await layer.judged_output(reply.text, acted)
         if stopped is None:
             stopped = layer.looping(self.request, reply.tool_calls, acted)
-        await layer.kept(acted)
+        layer.kept(acted)
         if stopped is not None:
             text = refusal(*stopped)
             ending = f"\n\n{text}" if shown else text

@@ -1,16 +1,16 @@
 """What guardrails did, kept: an event per guardrail that redacted, blocked or warned
 (checks that pass keep nothing), counted in ``/metrics`` and listed in the admin at
-``/admin/guardrails/events``. An event names entities and counts, never the text."""
+``/admin/guardrails/events``. An event names entities and counts, never the text. Events
+are written within a second, many in one statement."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from django.utils import timezone
 
 from core.metrics import GUARDRAIL_EVENTS
-from inference.database import in_database
 from inference.models import GuardrailEvent as GuardrailEvent  # the record, for the admin
 
 Outcome = Literal["passed", "redacted", "blocked", "warned"]
@@ -53,27 +53,42 @@ class GuardrailOutcomes:
         return ", ".join(f"{name}={outcome}" for name, outcome in self.outcomes.items())
 
 
-async def keep(whose: Whose, acted: Sequence[Acted]) -> None:
+class Deferring(Protocol):
+    """The engine's record writer (``inference.ledger.writer``): events are gathered and
+    written together, off the request's path (nothing reads them soon)."""
+
+    def defer(self, write_group: Callable[[list[Any]], None], record: Any) -> None: ...
+
+
+@dataclass(frozen=True)
+class _Kept:
+    whose: Whose
+    acted: tuple[Acted, ...]
+    at: datetime
+
+
+def keep(writer: Deferring, whose: Whose, acted: Sequence[Acted]) -> None:
     if not acted:
         return
     for event in acted:
         GUARDRAIL_EVENTS.labels(event.guardrail, event.action).inc()
-    await in_database(_written, whose, acted, timezone.now())
+    writer.defer(_written, _Kept(whose, tuple(acted), timezone.now()))
 
 
-def _written(whose: Whose, acted: Iterable[Acted], now: datetime) -> None:
+def _written(kept: list[_Kept]) -> None:
     GuardrailEvent.objects.bulk_create(
         GuardrailEvent(
-            created_at=now,
-            user_id=whose.user_id,
-            api_key_id=whose.key_id,
-            agent=whose.agent,
+            created_at=group.at,
+            user_id=group.whose.user_id,
+            api_key_id=group.whose.key_id,
+            agent=group.whose.agent,
             guardrail=event.guardrail,
             stage=event.stage,
             action=event.action,
             detail=event.detail,
         )
-        for event in acted
+        for group in kept
+        for event in group.acted
     )
 
 

@@ -19,6 +19,7 @@ from playwright.sync_api import expect
 
 from tests.browser import chromium_page, shot
 from tests.fakes.base import FakeUpstream, Reply
+from tests.polling import wait_for
 from tests.server import GatewayServer
 from tests.upstreams import sent_tool_calls_and_results, shared_config
 
@@ -531,10 +532,13 @@ def test_events_are_listed_with_entities_and_counts_never_the_text(
         model="redacting-openai", messages=[{"role": "user", "content": PERSONAL}]
     )
 
-    listed = httpx.get(
-        f"{server.url}/admin/guardrails/events", params={"user": user}, headers=JSON, timeout=10
-    )
-    assert listed.status_code == 200
+    def written() -> httpx.Response | None:
+        url = f"{server.url}/admin/guardrails/events"
+        listed = httpx.get(url, params={"user": user}, headers=JSON, timeout=10)
+        assert listed.status_code == 200
+        return listed if len(listed.json()["data"]) == 2 else None
+
+    listed = wait_for(written, "the events, written within a second")
     events = {event["guardrail"]: event for event in listed.json()["data"]}
     assert set(events) == {"pii", "secrets"}
     assert events["pii"]["on"] == "input" and events["pii"]["action"] == "redacted"
@@ -574,7 +578,10 @@ def test_erasing_a_user_removes_their_events(
         model="redacting-openai", messages=[{"role": "user", "content": f"I am {EMAIL}"}]
     )
     url = f"{server.url}/admin/guardrails/events"
-    assert httpx.get(url, params={"user": user}, headers=JSON, timeout=10).json()["data"]
+    wait_for(
+        lambda: httpx.get(url, params={"user": user}, headers=JSON, timeout=10).json()["data"],
+        "the event, written within a second",
+    )
 
     assert httpx.delete(f"{server.url}/admin/users/{user}", timeout=10).status_code == 200
 
