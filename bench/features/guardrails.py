@@ -1,17 +1,18 @@
 """What a ``pii`` and a ``secrets`` guardrail add to a request of a 2 kB message, side by
 side in one run.
 
-Starts the fake OpenAI upstream, the bare relay and one gateway with
-``auth.proxy.api_keys: true`` and both guardrails defined, called as ``plain`` (every
-request with a key of its user that lists no guardrail) and as ``guarded`` (keys that
-list ``pii`` (redacting) and ``secrets`` (blocking)): the same agent, the same 2 kB
-message with an e-mail address in it (redacted, then restored in the reply, and an event
-kept); and as ``clean``, the guarded keys with the message without the address (the
-checks find nothing; users of their own). Each user's history is replayed with every
-request, as usual. Slices of each target interleave, as in ``bench.floor.compare``, and the server CPU per request is
-printed against ``plain`` (the target: under 10 % more). Since a few percent is within
-this machine's noise between slices, the checks of one message are also timed in this
-process, without the servers.
+Starts the fake OpenAI upstream, the bare relay and two gateways with
+``auth.proxy.api_keys: true`` and both guardrails defined. The first is called as
+``plain`` (every request with a key of its user that lists no guardrail) and as
+``guarded`` (keys that list ``pii`` (redacting) and ``secrets`` (blocking)): the same
+agent, the same 2 kB message with an e-mail address in it (redacted, then restored in
+the reply, and an event kept). The second, on a database of its own, as ``clean``:
+guarded keys, the message without the address (the checks find nothing). Each user's
+history is replayed with every request, as usual. Slices of each target interleave, as
+in ``bench.floor.compare``, and the server CPU per request is printed against ``plain``
+(the target: under 10 % more). Since a few percent is within this machine's noise
+between slices, the checks of one message are also timed in this process, without the
+servers.
 
     .venv/bin/python -m bench.features.guardrails [--rounds 3] [--seconds 3]
 """
@@ -57,22 +58,21 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory() as workdir,
         floor() as base,
-        gateways(Path(workdir), base.upstream, {"gateway": GUARDRAILS}) as servers,
+        gateways(
+            Path(workdir), base.upstream, dict.fromkeys(("gateway", "clean"), GUARDRAILS)
+        ) as servers,
     ):
-        server = servers["gateway"]
+        server, other = servers["gateway"], servers["clean"]
         users = [f"bench-user-{user}" for user in range(max(CLIENTS))]
         plain = tuple(mint_key(server, user) for user in users)
         guarded = tuple(mint_key(server, user, "--guardrails", "pii,secrets") for user in users)
-        # Users of their own: no history with an address in it.
-        cleans = tuple(
-            mint_key(server, f"bench-clean-{user}", "--guardrails", "pii,secrets")
-            for user in range(max(CLIENTS))
-        )
+        # A database of its own: no history with an address in it.
+        cleans = tuple(mint_key(other, user, "--guardrails", "pii,secrets") for user in users)
         url = f"{server.url}/v1"
         targets = [
             Target("plain", url, server.pid, plain, message),
             Target("guarded", url, server.pid, guarded, message),
-            Target("clean", url, server.pid, cleans, clean),
+            Target("clean", f"{other.url}/v1", other.pid, cleans, clean),
         ]
         results = asyncio.run(interleave(targets, CLIENTS, options.rounds, options.seconds))
     print(f"\n{len(message(0, 0))}-character message; {options.rounds} round(s) of "
