@@ -510,7 +510,7 @@ class GuardrailPattern(Section):
     regex: str = Field(description="An RE2 pattern.")
 
 
-GuardrailKind = Literal["pii", "secrets", "denylist", "judge", "loop"]
+GuardrailKind = Literal["pii", "secrets", "denylist", "judge", "moderation", "loop"]
 GuardrailStage = Literal["input", "output", "tool_results"]
 
 
@@ -530,6 +530,19 @@ class GuardrailConfig(Finite):
     )
     words: list[str] = Field(default=[], description="denylist: whole words, any case.")
     agent: str | None = Field(default=None, description="judge: the agent that classifies.")
+    provider: str | None = Field(
+        default=None, description="moderation: an OpenAI-format provider (its /moderations)."
+    )
+    model: str = Field(default="omni-moderation-latest", description="moderation: its model.")
+    categories: list[str] | None = Field(
+        default=None, description="moderation: the categories that count (default: all)."
+    )
+    threshold: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="moderation: the score that flags (default: the provider's own verdict).",
+    )
     max_repeats: int = Field(default=3, ge=2, description="loop: repeats that make a loop.")
     window: int = Field(default=20, ge=2, description="loop: the last tool calls looked at.")
     stream_window: int = Field(

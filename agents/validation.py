@@ -21,7 +21,7 @@ from agents.schema import (
     JudgeConfig,
     McpOAuthConfig,
 )
-from core.providerkinds import BILLING_KINDS, EMBEDDING_KINDS, KIND_NAMES
+from core.providerkinds import BILLING_KINDS, EMBEDDING_KINDS, KIND_NAMES, PROVIDER_KINDS
 
 
 def cross_validate(config: Config) -> list[str]:
@@ -565,6 +565,18 @@ def _check_smoke_tests(config: Config) -> Iterator[str]:
             yield f"{path}.opening: must not be blank"
 
 
+def _check_moderation(path: str, provider: str | None, config: Config) -> Iterator[str]:
+    if provider is None:
+        yield f"{path}.provider: a moderation guardrail needs an OpenAI-format provider"
+    elif provider not in config.providers:
+        yield f"{path}.provider: provider '{provider}' is not defined"
+    elif PROVIDER_KINDS[config.provider_kind(provider)].wire != "openai":
+        yield (
+            f"{path}.provider: provider '{provider}' does not speak OpenAI's format "
+            "(its /moderations is what is called)"
+        )
+
+
 # The entities of the pii kind: Presidio's pattern recognizers that need no language model.
 PII_ENTITIES = (
     "EMAIL_ADDRESS",
@@ -614,6 +626,8 @@ def _check_guardrails(config: Config) -> Iterator[str]:
             yield f"{path}.agent: a judge needs the agent that classifies"
         elif guard.agent is not None and config.agent(guard.agent) is None:
             yield f"{path}.agent: agent '{guard.agent}' is not defined"
+        if guard.kind == "moderation":
+            yield from _check_moderation(path, guard.provider, config)
     defined = {guard.name for guard in config.guardrails}
     for index, agent in enumerate(config.agents):
         for name in agent.guardrails:

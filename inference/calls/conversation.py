@@ -22,7 +22,7 @@ from inference.cache.use import CacheControl
 from inference.calls.factory import model_calls
 from inference.calls.recorder import CallRecorder
 from inference.database import in_database
-from inference.guardrails.judging import Judging
+from inference.guardrails.classifying import Classifying
 from inference.money.caller import Caller
 from inference.money.meter import Meter
 from inference.neutral.errors import ApiError
@@ -76,7 +76,7 @@ class Conversation:
     dispatches: Dispatches = field(default_factory=Dispatches)
     control: CacheControl | None = None
     depth: int = 0
-    judging: Judging | None = None  # who asks the judges of its guardrails
+    classifying: Classifying | None = None  # who asks the judges of its guardrails
 
     def loop(
         self,
@@ -97,7 +97,7 @@ class Conversation:
             agent=agent,
             control=self.control,
             answering=self.depth == 0,
-            judging=self.judging,
+            classifying=self.classifying,
         )
         return ToolLoop(
             calls,

@@ -10,8 +10,8 @@ from inference.cache.use import CacheControl
 from inference.calls.recorder import CallRecorder, RecordedCalls
 from inference.calls.tracing import TracedCalls
 from inference.guardrails.calls import GuardedCalls
+from inference.guardrails.classifying import Classifying
 from inference.guardrails.events import Whose
-from inference.guardrails.judging import Judging
 from inference.money.caller import Caller
 from inference.money.meter import Meter, MeteredCalls
 from inference.money.prices import price_of
@@ -32,12 +32,12 @@ def model_calls(
     agent: AgentConfig | None = None,
     control: CacheControl | None = None,
     answering: bool = False,
-    judging: Judging | None = None,
+    classifying: Classifying | None = None,
 ) -> ModelCalls:
     """The calls of a conversation going to ``route``; through the response cache when
     ``agent`` (the one conversing) has one and ``control`` (what the request lets the
     cache do) is given; ``answering``: the conversation of the agent the client called;
-    ``judging``: who asks the judges of its guardrails."""
+    ``classifying``: who asks the judges of its guardrails."""
     calls: ModelCalls = RoutedCalls(route, config, engine, allowance, caller.span)
     cached: CacheResult | None = None
     if agent is not None and agent.cache is not None and control is not None:
@@ -48,7 +48,7 @@ def model_calls(
         whose = Whose(caller.user_id, caller.key_id, agent.name)
         outcomes = recorder.guardrails
         calls = GuardedCalls(
-            calls, config, names, whose, engine.writer, outcomes, caller.span, judging
+            calls, config, names, whose, engine.writer, outcomes, caller.span, classifying
         )
     first = route.deployments[0]
     calls = TracedCalls(calls, caller.span, cached, first.model)

@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 
 from agents.schema import Config, GuardrailConfig
+from inference.guardrails.classifying import Classifying
 from inference.guardrails.events import (
     Acted,
     Deferring,
@@ -27,7 +28,6 @@ from inference.guardrails.events import (
     keep,
 )
 from inference.guardrails.guards import Finder, finder
-from inference.guardrails.judging import Judging
 from inference.guardrails.loops import Loop, find_loop, history_calls
 from inference.guardrails.matches import Match, counted
 from inference.guardrails.placeholders import Restorer, Vault
@@ -62,6 +62,8 @@ class GuardrailBlocked(ProviderError):
         )
 
 
+_ASKING = ("judge", "moderation")  # the kinds that ask a model
+_FLAGGED = {"judge": "flagged by its judge", "moderation": "flagged by moderation"}
 _OUTCOMES: dict[str, Outcome] = {"block": "blocked", "redact": "redacted", "warn": "warned"}
 
 
@@ -101,11 +103,11 @@ class GuardedCalls:
         writer: Deferring,
         outcomes: GuardrailOutcomes,
         span: Span,
-        judging: Judging | None = None,
+        classifying: Classifying | None = None,
     ) -> None:
         self.calls = calls
         self.writer = writer
-        self.judging = judging
+        self.classifying = classifying
         self.whose = whose
         self.outcomes = outcomes
         self.span = span
@@ -115,8 +117,8 @@ class GuardedCalls:
         # A key may name a guardrail the config no longer defines: its calls are refused.
         self.missing = [name for name, guard in found if guard is None]
         self.loops = [guard for guard in guards if guard.kind == "loop"]
-        self.judges = [guard for guard in guards if guard.kind == "judge"]
-        texts = [guard for guard in guards if guard.kind not in ("loop", "judge")]
+        self.judges = [guard for guard in guards if guard.kind in _ASKING]
+        texts = [guard for guard in guards if guard.kind not in ("loop", *_ASKING)]
         self.inputs = [guard for guard in texts if "input" in guard.on]
         self.tool_results = [guard for guard in texts if "tool_results" in guard.on]
         self.outputs = [guard for guard in texts if "output" in guard.on]
@@ -274,7 +276,7 @@ class GuardedCalls:
                 continue
             flagged = await self._flagged(guard, said, "input", acted)
             if flagged and guard.action == "block":
-                raise GuardrailBlocked(guard.name, "flagged by its judge")
+                raise GuardrailBlocked(guard.name, _FLAGGED[guard.kind])
 
     async def judged_output(self, text: str, acted: list[Acted]) -> tuple[str, str] | None:
         """The reply as the model wrote it (placeholders, never the values), judged."""
@@ -282,7 +284,7 @@ class GuardedCalls:
             if "output" in guard.on and text:
                 flagged = await self._flagged(guard, text, "output", acted)
                 if flagged and guard.action == "block":
-                    return guard.name, "flagged by its judge"
+                    return guard.name, _FLAGGED[guard.kind]
         return None
 
     async def _flagged(
@@ -290,10 +292,11 @@ class GuardedCalls:
     ) -> bool:
         """Whether ``guard``'s judge flags ``text`` (a judge that cannot answer does not:
         its failure is logged)."""
-        if self.judging is None:
+        if self.classifying is None:
             return False
+        ask = self.classifying.judged if guard.kind == "judge" else self.classifying.moderated
         with guardrail_span(self.span, guard.name) as span:
-            verdict = await self.judging.judged(guard, text)
+            verdict = await ask(guard, text)
             if verdict is None:
                 span.fail("guardrail_judge_failed")
         if verdict is None or not verdict.flagged:
@@ -301,7 +304,10 @@ class GuardedCalls:
             return False
         outcome = _OUTCOMES[guard.action]
         self.outcomes.note(guard.name, outcome)
-        acted.append(Acted(guard.name, stage, outcome, {"verdict": "flagged"}))
+        detail: dict[str, object] = {"verdict": "flagged"}
+        if guard.kind == "moderation":
+            detail["categories"] = verdict.reason.split(", ")
+        acted.append(Acted(guard.name, stage, outcome, detail))
         return True
 
     def _loop_note(

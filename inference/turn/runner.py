@@ -22,8 +22,8 @@ from core.logformat import log_failure
 from core.requestlog import RequestLog
 from inference.background import releasing
 from inference.cache.housekeeping import housekeeping_due, keep_cache
+from inference.calls.classifiers import GuardrailClassifiers
 from inference.calls.conversation import Conversation
-from inference.calls.guardjudge import AgentJudging
 from inference.calls.recorder import CallRecorder
 from inference.database import in_database
 from inference.engine import Engine
@@ -171,7 +171,7 @@ class TurnRunner:
             Meter(turn.caller, turn.reservation),
             CallRecorder(),
             control=turn.cache_control,
-            judging=AgentJudging(self.config, self.engine, caller, turn.agent.name),
+            classifying=GuardrailClassifiers(self.config, self.engine, caller, turn.agent.name),
         )
         loop = conversation.loop(
             call.route, call.toolbox, call.request.response_format, agent=turn.agent

@@ -43,6 +43,11 @@ guardrails:
   - {name: loops, kind: loop, action: block}
   - {name: loop-notes, kind: loop, action: warn}
   - {name: judged, kind: judge, agent: moderator, on: [input, output]}
+  - name: moderated
+    kind: moderation
+    provider: openai
+    categories: [violence]
+    threshold: 0.5
 """
 RUN = {
     "type": "function",
@@ -69,6 +74,8 @@ def config(upstreams: dict[str, FakeUpstream]) -> str:
         "  - {name: plain, provider: openai, model: m, history: false}",
         "  - {name: moderator, provider: openai, model: judge-m, history: false}",
         "  - {name: judged-openai, provider: openai, model: m, guardrails: [judged], "
+        "history: false}",
+        "  - {name: moderated-openai, provider: openai, model: m, guardrails: [moderated], "
         "history: false}",
     ]
     return GUARDRAILS + providers + "\n".join(agents) + "\n"
@@ -478,6 +485,36 @@ def test_a_judge_flagging_the_reply_stops_it_and_its_calls_are_not_the_replys_us
     assert "disable the backups" not in (reply.choices[0].message.content or "")
     assert reply.usage is not None and reply.usage.total_tokens == 11 + 7  # the turn's only
     assert raw.headers["X-Gateway-Guardrails"] == "judged=blocked"
+
+
+def moderation(violence: float, hate: float) -> Reply:
+    scores = {"violence": violence, "hate": hate}
+    flags = {name: score >= 0.5 for name, score in scores.items()}
+    result = {"flagged": any(flags.values()), "categories": flags, "category_scores": scores}
+    return Reply(raw_body={"id": "modr-1", "model": "omni-moderation-latest", "results": [result]})
+
+
+def test_a_moderation_guardrail_counts_its_categories_at_its_threshold(
+    server: GatewayServer, fakes: dict[str, FakeUpstream], key: str
+) -> None:
+    fake = fakes["openai"]
+    fake.script(moderation(violence=0.2, hate=0.9), Reply.of_text("Let us talk."))
+    client = openai_client(server, key)
+
+    allowed = client.chat.completions.create(
+        model="moderated-openai", messages=[{"role": "user", "content": "Those people..."}]
+    )
+    assert allowed.choices[0].message.content == "Let us talk."  # hate is not its category
+    assert fake.requests[0].path == "/v1/moderations"
+    assert fake.requests[0].body == {"model": "omni-moderation-latest", "input": "Those people..."}
+
+    fake.script(moderation(violence=0.7, hate=0.0))
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(
+            model="moderated-openai", messages=[{"role": "user", "content": "I will hurt him."}]
+        )
+    assert "moderated" in str(refused.value) and "flagged by moderation" in str(refused.value)
+    assert [request.path for request in fake.requests[2:]] == ["/v1/moderations"]
 
 
 def test_a_keys_guardrails_apply_to_every_request_made_with_it(

@@ -15,6 +15,7 @@ GUARDRAILS = [
     {"name": "words", "kind": "denylist", "words": ["bluebird"], "action": "warn"},
     {"name": "loops", "kind": "loop", "max_repeats": 4},
     {"name": "judged", "kind": "judge", "agent": "other", "on": ["output"]},
+    {"name": "moderated", "kind": "moderation", "provider": "openai", "threshold": 0.4},
 ]
 
 
@@ -84,6 +85,17 @@ RULES: list[tuple[str, Callable[[list[dict[str, Any]]], None], str]] = [
         "guardrails[4].agent: agent 'nobody' is not defined",
     ),
     (
+        "a moderation without a provider",
+        lambda guards: guards[5].pop("provider"),
+        "guardrails[5].provider: a moderation guardrail needs an OpenAI-format provider",
+    ),
+    (
+        "a moderation on a provider of another format",
+        lambda guards: guards[5].update(provider="anthropic"),
+        "guardrails[5].provider: provider 'anthropic' does not speak OpenAI's format "
+        "(its /moderations is what is called)",
+    ),
+    (
         "an agent's undefined guardrail",
         lambda guards: guards.pop(3),
         "agents[0].guardrails: guardrail 'loops' is not defined",
@@ -101,5 +113,11 @@ def test_rule_reports_the_path_named_problem(
 def test_an_unknown_kind_is_refused_by_the_schema() -> None:
     problems = problems_after(guarded(lambda guards: guards[2].update(kind="regex")))
     assert problems[0] == (
-        "guardrails[2].kind: input should be 'pii', 'secrets', 'denylist', 'judge' or 'loop'"
+        "guardrails[2].kind: input should be 'pii', 'secrets', 'denylist', 'judge', "
+        "'moderation' or 'loop'"
     )
+
+
+def test_a_moderation_threshold_above_1_is_refused_by_the_schema() -> None:
+    problems = problems_after(guarded(lambda guards: guards[5].update(threshold=1.5)))
+    assert problems[0] == "guardrails[5].threshold: input should be less than or equal to 1"

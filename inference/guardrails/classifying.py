@@ -1,10 +1,12 @@
-"""The judge kind: an agent of the config classifies a text, quoted to it as data, and
-answers ``{"flagged": bool, "reason": str}`` by structured output. Asking it is the
-conversation's (``inference.calls.guardjudge``): this module says what is asked."""
+"""The kinds that ask a model whether to flag a text. ``judge``: an agent of the config
+classifies it, quoted to it as data, and answers ``{"flagged": bool, "reason": str}`` by
+structured output. ``moderation``: an OpenAI-format provider's ``/moderations`` scores
+it by category. Asking them is the conversation's (``inference.calls.classifiers``):
+this module says what is asked and how an answer reads."""
 
 import json
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from agents.schema import GuardrailConfig
 from inference.neutral.types import ChatRequest, Message, ResponseFormat
@@ -26,14 +28,34 @@ VERDICT = ResponseFormat(
 @dataclass(frozen=True)
 class Verdict:
     flagged: bool
-    reason: str
+    reason: str  # a judge's sentence, or the moderation categories that flagged
 
 
-class Judging(Protocol):
-    """Asks a judge guardrail's agent about a text, for the conversation's caller; None
-    when the agent could not answer."""
+class Classifying(Protocol):
+    """Asks a judge's agent or a moderation endpoint about a text, for the conversation's
+    caller; None when it could not answer."""
 
     async def judged(self, guard: GuardrailConfig, text: str) -> Verdict | None: ...
+
+    async def moderated(self, guard: GuardrailConfig, text: str) -> Verdict | None: ...
+
+
+def moderation_verdict(guard: GuardrailConfig, result: dict[str, Any]) -> Verdict:
+    """A ``/moderations`` result read with the guardrail's ``categories`` (default: all)
+    and ``threshold`` (default: the provider's own ``categories`` flags)."""
+    flags = result.get("categories") or {}
+    scores = result.get("category_scores") or {}
+    names = guard.categories if guard.categories is not None else list({**flags, **scores})
+    if guard.threshold is None:
+        flagged = [name for name in names if flags.get(name) is True]
+    else:
+        threshold = guard.threshold
+        flagged = [
+            name
+            for name in names
+            if isinstance(scores.get(name), int | float) and scores[name] >= threshold
+        ]
+    return Verdict(bool(flagged), ", ".join(flagged))
 
 
 def judge_request(model: str, preamble: str, text: str) -> ChatRequest:
