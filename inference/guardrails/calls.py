@@ -5,7 +5,8 @@ Before the call (``input``, and ``tool_results`` for the results of tools): a bl
 refuses the call with a 400 ``guardrail_blocked`` (no upstream call is made), a tool
 result that fails a check is withheld from the model, a redaction sends placeholders
 instead of the values, a warning lets the text through; the loop guard adds a note
-asking for another approach when the conversation's tool calls repeat. After it
+asking for another approach when the conversation's tool calls repeat; a judge or a
+moderation guardrail asks a model (``inference.guardrails.classifying``). After it
 (``output``): the placeholders of the reply become the values again, and a block
 replaces the reply with a short refusal ending in ``content_filter`` (a looping tool
 call too). A stream is checked on a window of text held back from the client.
@@ -30,49 +31,24 @@ from inference.guardrails.events import (
 from inference.guardrails.guards import Finder, finder
 from inference.guardrails.loops import Loop, find_loop, history_calls
 from inference.guardrails.matches import Match, counted
-from inference.guardrails.placeholders import Restorer, Vault
+from inference.guardrails.placeholders import Vault
+from inference.guardrails.refusals import GuardrailBlocked, Stopped, refused, withheld
+from inference.guardrails.streams import GuardedStream
 from inference.neutral.calls import CallResult, CallStream, ModelCalls
 from inference.neutral.types import (
     Block,
     ChatRequest,
-    ChatResponse,
     Message,
     Part,
-    StreamAccumulator,
-    StreamEvent,
-    TextDelta,
     ToolCall,
-    ToolCallDelta,
-    Usage,
 )
 from inference.providers.base import ProviderError
 from inference.telemetry.names import guardrail_span
 from inference.telemetry.spans import Span
 
-
-class GuardrailBlocked(ProviderError):
-    """A request a guardrail refused before any upstream call."""
-
-    def __init__(self, guardrail: str, found: str) -> None:
-        super().__init__(
-            400,
-            f"guardrail_blocked: the request was blocked by guardrail '{guardrail}' ({found})",
-            code="guardrail_blocked",
-            error_type="invalid_request_error",
-        )
-
-
 _ASKING = ("judge", "moderation")  # the kinds that ask a model
 _FLAGGED = {"judge": "flagged by its judge", "moderation": "flagged by moderation"}
 _OUTCOMES: dict[str, Outcome] = {"block": "blocked", "redact": "redacted", "warn": "warned"}
-
-
-def withheld(guardrail: str) -> str:
-    return f"[tool result withheld by guardrail {guardrail}]"
-
-
-def refusal(guardrail: str, reason: str) -> str:
-    return f"The reply was stopped by guardrail '{guardrail}' ({reason})."
 
 
 def _described(matches: Iterable[Match]) -> str:
@@ -135,7 +111,7 @@ class GuardedCalls:
             stopped = self.looping(request, reply.tool_calls, acted)
         self.kept(acted)
         if stopped is not None:
-            return replace(result, reply=_refused(reply, stopped))
+            return replace(result, reply=refused(reply, stopped))
         calls = tuple(self.restored_call(call) for call in reply.tool_calls)
         return replace(
             result, reply=replace(reply, text=self.vault.restore(text), tool_calls=calls)
@@ -278,7 +254,7 @@ class GuardedCalls:
             if flagged and guard.action == "block":
                 raise GuardrailBlocked(guard.name, _FLAGGED[guard.kind])
 
-    async def judged_output(self, text: str, acted: list[Acted]) -> tuple[str, str] | None:
+    async def judged_output(self, text: str, acted: list[Acted]) -> Stopped | None:
         """The reply as the model wrote it (placeholders, never the values), judged."""
         for guard in self.judges:
             if "output" in guard.on and text:
@@ -332,7 +308,7 @@ class GuardedCalls:
 
     def checked_output(
         self, text: str, acted: list[Acted], *, final: bool
-    ) -> tuple[str, tuple[str, str] | None]:
+    ) -> tuple[str, Stopped | None]:
         """``text`` as the output guardrails let it through (new values redacted), or the
         guardrail that stops the reply and why. ``final``: the whole of what they see
         (record what they found)."""
@@ -353,7 +329,7 @@ class GuardedCalls:
 
     def looping(
         self, request: ChatRequest, calls: tuple[ToolCall, ...], acted: list[Acted]
-    ) -> tuple[str, str] | None:
+    ) -> Stopped | None:
         for guard in self.loops:
             if guard.action != "block":
                 continue
@@ -408,109 +384,3 @@ def _masked(text: str, matches: list[Match]) -> str:
         at = match.end
     pieces.append(text[at:])
     return "".join(pieces)
-
-
-def _refused(reply: ChatResponse, stopped: tuple[str, str]) -> ChatResponse:
-    return replace(
-        reply, text=refusal(*stopped), tool_calls=(), finish_reason="content_filter", logprobs=None
-    )
-
-
-class GuardedStream:
-    """A guarded call's stream: its text restored as it comes (through a window held back
-    for the output guardrails, when there are any), its tool calls held until the loop
-    guard has seen them (when there is one). Its result is the call's, once it ended
-    (``settle``), with the reply as the client was shown it."""
-
-    def __init__(self, opened: CallStream, layer: GuardedCalls, request: ChatRequest) -> None:
-        self.opened = opened
-        self.layer = layer
-        self.request = request
-        self.answered_by = opened.answered_by
-        self.tries = opened.tries
-        self.cache = opened.cache
-        self.result: CallResult | None = None
-        self.events: AsyncIterator[StreamEvent] = self._events()
-        self._shown: str | None = None  # the text the client got, once the events ended
-        self._stopped: tuple[str, str] | None = None
-
-    def so_far(self) -> Usage:
-        return self.opened.so_far()
-
-    def settle(self, result: CallResult | None) -> None:
-        """The call ended with ``result``: the guarded stream's own, unless it was cut."""
-        if result is None or self._shown is None:
-            return
-        reply = result.reply
-        if self._stopped is not None:
-            refused = replace(_refused(reply, self._stopped), text=self._shown)
-            self.result = replace(result, reply=refused)
-            return
-        calls = tuple(self.layer.restored_call(call) for call in reply.tool_calls)
-        self.result = replace(result, reply=replace(reply, text=self._shown, tool_calls=calls))
-
-    async def _events(self) -> AsyncIterator[StreamEvent]:
-        layer = self.layer
-        window = max((guard.stream_window for guard in layer.outputs), default=0)
-        holds_calls = bool(layer.loops)
-        restorer = Restorer(layer.vault)
-        call_restorers: dict[int, Restorer] = {}
-        held_calls: list[ToolCallDelta] = []
-        seen = StreamAccumulator()  # the reply as the model wrote it
-        shown: list[str] = []
-        pending = ""
-        acted: list[Acted] = []
-        stopped: tuple[str, str] | None = None
-        async for event in self.opened.events:
-            seen.add(event)
-            if stopped is not None:
-                continue  # the rest is read for what it spent, never shown
-            if isinstance(event, TextDelta):
-                if not window:
-                    text = restorer.feed(event.text)
-                    if text:
-                        shown.append(text)
-                        yield replace(event, text=text)
-                    continue
-                pending += event.text
-                if len(pending) < 2 * window:
-                    continue
-                pending, stopped = layer.checked_output(pending, acted, final=False)
-                if stopped is None:
-                    released, pending = pending[:-window], pending[-window:]
-                    if text := restorer.feed(released):
-                        shown.append(text)
-                        yield TextDelta(text)
-            elif isinstance(event, ToolCallDelta):
-                if holds_calls:
-                    held_calls.append(event)
-                    continue
-                arguments = call_restorers.setdefault(event.index, Restorer(layer.vault))
-                yield replace(event, arguments=arguments.feed(event.arguments))
-            else:
-                yield event
-        reply = seen.response()
-        if stopped is None and layer.outputs:
-            pending, stopped = layer.checked_output(pending, acted, final=False)
-            if stopped is None:  # what the windows saw in pieces, seen whole
-                _, stopped = layer.checked_output(reply.text, acted, final=True)
-        if stopped is None:
-            stopped = await layer.judged_output(reply.text, acted)
-        if stopped is None:
-            stopped = layer.looping(self.request, reply.tool_calls, acted)
-        layer.kept(acted)
-        if stopped is not None:
-            text = refusal(*stopped)
-            ending = f"\n\n{text}" if shown else text
-            yield TextDelta(ending)
-            self._shown, self._stopped = "".join(shown) + ending, stopped
-            return
-        if text := restorer.feed(pending) + restorer.flush():
-            shown.append(text)
-            yield TextDelta(text)
-        for delta in held_calls:
-            yield replace(delta, arguments=layer.vault.restore(delta.arguments))
-        for index, arguments in call_restorers.items():
-            if rest := arguments.flush():
-                yield ToolCallDelta(index, arguments=rest)
-        self._shown = "".join(shown)
