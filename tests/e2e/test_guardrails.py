@@ -6,6 +6,7 @@ withheld, a looping agent stopped, guardrails of a minted key, and the events pa
 never shows what was matched."""
 
 import json
+import sqlite3
 import subprocess
 import uuid
 from collections.abc import Iterator, Mapping
@@ -321,6 +322,24 @@ def test_a_secret_in_the_reply_ends_it_with_the_dialects_content_filter(
     assert headers["X-Gateway-Guardrails"] == "no-secrets=blocked, codenames=passed"
 
 
+def test_a_gemini_stream_with_a_secret_ends_in_safety(
+    server: GatewayServer, fakes: dict[str, FakeUpstream], key: str
+) -> None:
+    opening = "Here is everything you asked for, in the order you asked for it. "
+    fakes["gemini"].script(Reply.of_chunks(opening, "Use ", OPENAI_KEY, " to deploy."))
+
+    response = gemini_post(
+        server, key, "blocking-gemini", "streamGenerateContent?alt=sse", "Deploy it."
+    )
+
+    assert response.status_code == 200
+    pieces, candidates = gemini_stream_text(response)
+    assert OPENAI_KEY not in response.text
+    assert "".join(pieces).startswith("Here is everything")
+    assert "no-secrets" in "".join(pieces)
+    assert candidates[-1]["finishReason"] == "SAFETY"
+
+
 def test_a_stopped_reply_is_an_incomplete_response_on_the_responses_api(
     server: GatewayServer, fakes: dict[str, FakeUpstream], key: str
 ) -> None:
@@ -469,7 +488,7 @@ def test_a_judge_flagging_the_input_refuses_it_after_its_own_call_only(
 
 
 def test_a_judge_flagging_the_reply_stops_it_and_its_calls_are_not_the_replys_usage(
-    server: GatewayServer, fakes: dict[str, FakeUpstream], key: str
+    server: GatewayServer, fakes: dict[str, FakeUpstream], key: str, user: str
 ) -> None:
     fake = fakes["openai"]
     fake.script(verdict(False), Reply.of_text("Step one: disable the backups."), verdict(True))
@@ -485,6 +504,22 @@ def test_a_judge_flagging_the_reply_stops_it_and_its_calls_are_not_the_replys_us
     assert "disable the backups" not in (reply.choices[0].message.content or "")
     assert reply.usage is not None and reply.usage.total_tokens == 11 + 7  # the turn's only
     assert raw.headers["X-Gateway-Guardrails"] == "judged=blocked"
+
+    def billed() -> list[tuple[str, str, int]] | None:
+        with sqlite3.connect(server.database_url.removeprefix("sqlite:///")) as database:
+            rows = database.execute(
+                "SELECT kind, agent, total_tokens FROM inference_ledgerentry WHERE user_id = ?"
+                " ORDER BY kind",
+                (user,),
+            ).fetchall()
+        return rows if len(rows) == 3 else None
+
+    # The judge's calls: billed to the caller as kind guardrail, under the guarded agent.
+    assert wait_for(billed, "the turn's and the judge's ledger rows") == [
+        ("guardrail", "judged-openai", 340),
+        ("guardrail", "judged-openai", 340),
+        ("turn", "judged-openai", 18),
+    ]
 
 
 def moderation(violence: float, hate: float) -> Reply:
