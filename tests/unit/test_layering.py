@@ -118,7 +118,16 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "telemetry",
             "tools",
         ),
-        "engine": ("background", "ledger", "money", "providers", "routing", "telemetry", "tools"),
+        "engine": (
+            "background",
+            "guardrails",
+            "ledger",
+            "money",
+            "providers",
+            "routing",
+            "telemetry",
+            "tools",
+        ),
         "memory": (
             "calls",
             "database",

@@ -77,6 +77,15 @@ def test_an_exporter_loads_the_sdk_and_a_table_price_loads_the_table_as_the_conf
     assert loaded["opentelemetry.sdk"] and loaded["genai_prices"] and loaded[TABLE]
 
 
+def test_a_pii_guardrail_loads_presidio_as_the_config_applies(tmp_path: Path) -> None:
+    config = CONFIG.replace("model: m,", "model: m, guardrails: [pii],")
+    config += "guardrails: [{name: pii, kind: pii, action: redact}]\n"
+
+    loaded = loaded_after_start(tmp_path, config)
+
+    assert loaded["presidio_analyzer"]
+
+
 @pytest.mark.parametrize("prompt_tokens", [1_000, 300_000])
 def test_a_price_tiered_by_prompt_size_is_the_tables_own(prompt_tokens: int) -> None:
     from genai_prices import Usage as PricedUsage
