@@ -18,6 +18,7 @@ from adminui.editing import (
     skills,
 )
 from adminui.editing.collections import Column, ItemDetails, collection_router
+from adminui.guardrails import routes as guardrails
 from adminui.reconciliation import routes as reconciliation
 from adminui.records import (
     automation,
@@ -101,6 +102,7 @@ api.add_router("", spend.router)
 api.add_router("", reconciliation.router)
 api.add_router("", requests.router)
 api.add_router("", memories.router)
+api.add_router("", guardrails.router)
 api.add_router("", cache.router)
 api.add_router("", evaluations.router)
 api.add_router("", automation.router)

@@ -204,6 +204,9 @@ class AgentConfig(Served):
     )
     cache: AgentCacheConfig | None = None
     skills: list[str] = Field(default=[], description="Skills (under skills.dir) it may load.")
+    guardrails: list[str] = Field(
+        default=[], description="Guardrails (top-level guardrails:) its calls go through."
+    )
     tasks: bool = Field(
         default=False,
         description="Our extension: the tools dispatch_task and task_status (docs/automation.md).",
@@ -600,6 +603,51 @@ class SmokeTestConfig(Section):
     )
 
 
+class GuardrailPattern(Section):
+    name: str = Field(description="The entity the match is named as (placeholders, events).")
+    regex: str = Field(description="An RE2 pattern.")
+
+
+GuardrailKind = Literal["pii", "secrets", "denylist", "judge", "moderation", "loop"]
+GuardrailStage = Literal["input", "output", "tool_results"]
+
+
+class GuardrailConfig(Finite):
+    """Our extension: a check on what goes to and comes from the models
+    (docs/guardrails.md)."""
+
+    name: str
+    kind: GuardrailKind
+    on: list[GuardrailStage] = Field(default=["input"], min_length=1)
+    action: Literal["block", "redact", "warn"] = "block"
+    entities: list[str] | None = Field(
+        default=None, description="pii: the entities looked for (default: all it knows)."
+    )
+    patterns: list[GuardrailPattern] = Field(
+        default=[], description="pii, denylist: RE2 patterns looked for too."
+    )
+    words: list[str] = Field(default=[], description="denylist: whole words, any case.")
+    agent: str | None = Field(default=None, description="judge: the agent that classifies.")
+    provider: str | None = Field(
+        default=None, description="moderation: an OpenAI-format provider (its /moderations)."
+    )
+    model: str = Field(default="omni-moderation-latest", description="moderation: its model.")
+    categories: list[str] | None = Field(
+        default=None, description="moderation: the categories that count (default: all)."
+    )
+    threshold: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="moderation: the score that flags (default: the provider's own verdict).",
+    )
+    max_repeats: int = Field(default=3, ge=2, description="loop: repeats that make a loop.")
+    window: int = Field(default=20, ge=2, description="loop: the last tool calls looked at.")
+    stream_window: int = Field(
+        default=200, ge=1, description="output: characters of a stream held back to check."
+    )
+
+
 class Config(Section):
     default_user_id: str | None = None
     providers: dict[str, ProviderConfig]
@@ -628,6 +676,7 @@ class Config(Section):
         default={}, description="Texts that ${vars.<name>} in any string stands for."
     )
     server: ServerConfig = ServerConfig()
+    guardrails: list[GuardrailConfig] = []
     public_base_url: str | None = Field(
         default=None,
         description="Our extension: the gateway's URL as a browser reaches it (MCP connect links).",
@@ -714,6 +763,9 @@ class Config(Section):
             ),
             None,
         )
+
+    def guardrail(self, name: str) -> GuardrailConfig | None:
+        return next((guard for guard in self.guardrails if guard.name == name), None)
 
     def smoke_test(self, name: str) -> SmokeTestConfig | None:
         return next((test for test in self.smoke_tests if test.name == name), None)

@@ -28,7 +28,7 @@ from agents.schema import (
     Upstream,
 )
 from agents.skills.catalog import DEFAULT_DIR as DEFAULT_SKILLS_DIR
-from core.providerkinds import BILLING_KINDS, EMBEDDING_KINDS, KIND_NAMES
+from core.providerkinds import BILLING_KINDS, EMBEDDING_KINDS, KIND_NAMES, PROVIDER_KINDS
 
 
 def cross_validate(config: Config) -> list[str]:
@@ -51,6 +51,7 @@ def cross_validate(config: Config) -> list[str]:
         *_check_skills(config),
         *_check_triggers(config),
         *_check_smoke_tests(config),
+        *_check_guardrails(config),
     ]
 
 
@@ -612,6 +613,76 @@ def _check_smoke_tests(config: Config) -> Iterator[str]:
             yield f"{path}.min_score: needs at least one judge (their scores decide)"
         if test.opening is not None and not test.opening.strip():
             yield f"{path}.opening: must not be blank (remove it to let the persona open)"
+
+
+def _check_moderation(path: str, provider: str | None, config: Config) -> Iterator[str]:
+    if provider is None:
+        yield f"{path}.provider: a moderation guardrail needs an OpenAI-format provider"
+    elif provider not in config.providers:
+        yield f"{path}.provider: provider '{provider}' is not defined"
+    elif PROVIDER_KINDS[config.provider_kind(provider)].wire != "openai":
+        yield (
+            f"{path}.provider: provider '{provider}' does not speak OpenAI's format "
+            "(its /moderations is what is called)"
+        )
+
+
+# The entities of the pii kind: Presidio's pattern recognizers that need no language model.
+PII_ENTITIES = (
+    "EMAIL_ADDRESS",
+    "PHONE_NUMBER",
+    "CREDIT_CARD",
+    "IBAN_CODE",
+    "US_SSN",
+    "IP_ADDRESS",
+)
+_REDACTING_KINDS = ("pii", "secrets")
+_ENTITY_NAME = re.compile(r"[A-Z][A-Z0-9_]{0,39}")
+
+
+def _check_guardrails(config: Config) -> Iterator[str]:
+    yield from _check_unique_names("guardrails", [guard.name for guard in config.guardrails])
+    for index, guard in enumerate(config.guardrails):
+        path = f"guardrails[{index}]"
+        if guard.action == "redact" and guard.kind not in _REDACTING_KINDS:
+            yield f"{path}.action: only pii and secrets guardrails redact ({guard.kind} cannot)"
+        if guard.kind != "pii" and guard.entities is not None:
+            yield f"{path}.entities: only a pii guardrail chooses entities"
+        for entity in guard.entities or ():
+            if entity not in PII_ENTITIES:
+                yield (
+                    f"{path}.entities: unknown entity '{entity}' (known: {', '.join(PII_ENTITIES)})"
+                )
+        if guard.patterns and guard.kind not in ("pii", "denylist"):
+            yield f"{path}.patterns: only pii and denylist guardrails take patterns"
+        for number, pattern in enumerate(guard.patterns):
+            if not _ENTITY_NAME.fullmatch(pattern.name):
+                yield (
+                    f"{path}.patterns[{number}].name: {pattern.name!r} must be upper-case "
+                    "letters, digits and '_' (it names placeholders)"
+                )
+            import re2  # only for a config with patterns (a MB of memory)
+
+            try:
+                re2.compile(pattern.regex)
+            except re2.error as error:
+                reason = error.args[0] if error.args else ""
+                if isinstance(reason, bytes):
+                    reason = reason.decode(errors="replace")
+                yield f"{path}.patterns[{number}].regex: not an RE2 pattern: {reason}"
+        if guard.kind == "denylist" and not (guard.words or guard.patterns):
+            yield f"{path}: a denylist needs words or patterns"
+        if guard.kind == "judge" and guard.agent is None:
+            yield f"{path}.agent: a judge needs the agent that classifies"
+        elif guard.agent is not None and config.agent(guard.agent) is None:
+            yield f"{path}.agent: agent '{guard.agent}' is not defined"
+        if guard.kind == "moderation":
+            yield from _check_moderation(path, guard.provider, config)
+    defined = {guard.name for guard in config.guardrails}
+    for index, agent in enumerate(config.agents):
+        for name in agent.guardrails:
+            if name not in defined:
+                yield f"agents[{index}].guardrails: guardrail '{name}' is not defined"
 
 
 def unknown_keys(config: Config) -> list[ConfigWarning]:

@@ -75,6 +75,11 @@ QUOTA_REFUSALS = Counter(
     "(insufficient_quota: a USD budget; rate_limit_exceeded: tokens or requests)",
     ["reason"],
 )
+GUARDRAIL_EVENTS = Counter(
+    "gateway_guardrail_events",
+    "Guardrails that acted, by guardrail and outcome (redacted, blocked, warned)",
+    ["guardrail", "action"],
+)
 JUDGE_SCORES = Histogram(
     "gateway_judge_score",
     "Scores judges gave replies (0 to 10), by judge, agent and criterion",

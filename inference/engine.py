@@ -12,6 +12,7 @@ from typing import Any
 
 from agents.schema import Config
 from inference.background import BackgroundTasks
+from inference.guardrails.presidio import prepare as prepare_pii
 from inference.ledger.writer import RecordWriter
 from inference.money.prices import look_up_prices
 from inference.providers.registry import ProviderClients
@@ -45,6 +46,7 @@ class Engine:
         if config is not None:
             TRACING.apply(config.telemetry)
             self._look_up_prices(config)
+            self._prepare_guardrails(config)
             await self.mcp.apply(config.mcp)
 
     def config_applied(self, config: Config) -> None:
@@ -70,8 +72,13 @@ class Engine:
     def _apply(self, config: Config) -> None:
         TRACING.apply(config.telemetry)
         self._look_up_prices(config)
+        self._prepare_guardrails(config)
         self.background.spawn(self.mcp.apply(config.mcp), name="apply mcp config")
 
     def _look_up_prices(self, config: Config) -> None:
         work = asyncio.to_thread(look_up_prices, config)
         self.background.spawn(work, name="look up prices")
+
+    def _prepare_guardrails(self, config: Config) -> None:
+        work = asyncio.to_thread(prepare_pii, config)
+        self.background.spawn(work, name="load the pii guardrails' analyzer")

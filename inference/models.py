@@ -62,6 +62,7 @@ class ApiKey(models.Model):
     digest = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=16)
     agents = models.JSONField(null=True, blank=True)  # the agents it may call (None: all)
+    guardrails = models.JSONField(default=list, blank=True)  # applied after the agent's
     rpm = models.PositiveIntegerField(null=True, blank=True)
     tpm = models.PositiveIntegerField(null=True, blank=True)
     budget_micro_usd = models.BigIntegerField(null=True, blank=True)
@@ -564,3 +565,23 @@ class BatchLine(models.Model):
             models.UniqueConstraint(fields=["batch", "number"], name="one_line_per_number")
         ]
         indexes = [models.Index(fields=["batch", "status", "number"], name="lines_to_run")]
+
+
+class GuardrailEvent(models.Model):
+    """A guardrail that redacted, blocked or warned (inference.guardrails): whose request,
+    at which stage, and what it found as entity counts, never the matched text."""
+
+    created_at = models.DateTimeField(default=timezone.now)
+    user_id = models.CharField(max_length=255)
+    api_key_id = models.BigIntegerField(null=True, blank=True)
+    agent = models.CharField(max_length=255)
+    guardrail = models.CharField(max_length=64)
+    stage = models.CharField(max_length=16)  # input, output or tool_results
+    action = models.CharField(max_length=16)  # redacted, blocked or warned
+    detail = models.JSONField(default=dict)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user_id", "id"], name="guardrail_events_by_user"),
+            models.Index(fields=["guardrail", "id"], name="guardrail_events_by_name"),
+        ]

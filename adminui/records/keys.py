@@ -31,6 +31,7 @@ class KeyOut(BaseModel):
     expires_at: datetime | None
     revoked_at: datetime | None
     agents: list[str] | None
+    guardrails: list[str]
     rpm: int | None
     tpm: int | None
     budget_usd: float | None
@@ -58,6 +59,7 @@ class KeyIn(BaseModel):
     rpm: int | None = None
     tpm: int | None = None
     agents: list[str] | None = None
+    guardrails: list[str] = []
     expires_at: datetime | None = None
 
 
@@ -94,6 +96,11 @@ def create_key(request: AdminRequest, payload: SkipValidation[KeyIn]) -> Any:
         raise AdminError(
             422, "The key cannot be created: " + "; ".join(problems), "invalid", problems
         ) from error
+    config = request.runtime.holder.config
+    undefined = [name for name in spec.guardrails if config is None or not config.guardrail(name)]
+    if undefined:
+        problem = f"guardrails: not defined in the config: {', '.join(undefined)}"
+        raise AdminError(422, f"The key cannot be created: {problem}", "invalid", [problem])
     key, secret = keys.create_key(spec)
     created = {**_described([key])[0], "key": secret}
     if is_html(request):
@@ -152,17 +159,19 @@ def _found(key_id: int) -> keys.ApiKey:
 
 
 def _form_fields(request: AdminRequest) -> dict[str, Any]:
-    """The form's fields: empty ones left out, agents as a comma-separated list."""
+    """The form's fields: empty ones left out, agents and guardrails as comma-separated
+    lists."""
     form = form_data(request)
     fields: dict[str, Any] = {
         name: str(form[name]).strip()
         for name in ("name", "user", "budget_usd", "budget_window", "rpm", "tpm", "expires_at")
         if form.get(name, "").strip()
     }
-    listed = str(form.get("agents") or "")
-    agents = [name.strip() for name in listed.split(",") if name.strip()]
-    if agents:
-        fields["agents"] = agents
+    for listing in ("agents", "guardrails"):
+        listed = str(form.get(listing) or "")
+        names = [name.strip() for name in listed.split(",") if name.strip()]
+        if names:
+            fields[listing] = names
     return fields
 
 
@@ -179,6 +188,7 @@ def _described(rows: list[keys.ApiKey]) -> list[dict[str, Any]]:
             "expires_at": key.expires_at,
             "revoked_at": key.revoked_at,
             "agents": key.agents,
+            "guardrails": key.guardrails or [],
             "rpm": key.rpm,
             "tpm": key.tpm,
             "budget_usd": None if key.budget_micro_usd is None else key.budget_micro_usd / 1e6,

@@ -32,6 +32,7 @@ _GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("Conversations", "admin:conversations"),
             ("Memories", "admin:memories"),
             ("Scores", "admin:scores"),
+            ("Guardrails", "admin:guardrail_events"),
         ),
     ),
     (

@@ -59,6 +59,8 @@ class Writer(Protocol):
         self, write_group: Callable[[list[Any]], None], record: Any
     ) -> asyncio.Future[None]: ...
 
+    def defer(self, write_group: Callable[[list[Any]], None], record: Any) -> None: ...
+
 
 class CacheEngine(RoutingEngine, Protocol):
     @property

@@ -22,6 +22,7 @@ from inference.cache.use import CacheControl
 from inference.calls.factory import model_calls
 from inference.calls.recorder import CallRecorder
 from inference.database import in_database
+from inference.guardrails.classifying import Classifying
 from inference.money.caller import Caller
 from inference.money.meter import Meter
 from inference.neutral.errors import ApiError
@@ -75,6 +76,7 @@ class Conversation:
     dispatches: Dispatches = field(default_factory=Dispatches)
     control: CacheControl | None = None
     depth: int = 0
+    classifying: Classifying | None = None  # who asks the judges of its guardrails
 
     def loop(
         self,
@@ -95,6 +97,7 @@ class Conversation:
             agent=agent,
             control=self.control,
             answering=self.depth == 0,
+            classifying=self.classifying,
         )
         return ToolLoop(
             calls,

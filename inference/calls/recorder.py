@@ -3,6 +3,7 @@ notes each call's result for the turn's record (the request log's attempts, who
 answered the turn, what the response cache did) and for the response's headers."""
 
 from inference.calls.watching import WatchedCalls
+from inference.guardrails.events import GuardrailOutcomes
 from inference.neutral.calls import (
     Answerer,
     Attempt,
@@ -29,6 +30,7 @@ class CallRecorder:
         self.cache: CacheOutcome | None = None
         self.hits: list[CacheOutcome] = []  # the calls the cache answered, every level
         self.kept = False  # whether the cache kept a reply of the turn's
+        self.guardrails = GuardrailOutcomes()  # every guardrail that ran, how it ended
 
     def opened(self, stream: CallStream) -> None:
         """The answering conversation's stream opened."""

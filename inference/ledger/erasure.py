@@ -25,6 +25,7 @@ from inference.models import (
     Batch,
     BudgetReservation,
     EvaluationCase,
+    GuardrailEvent,
     JudgeRun,
     JudgeScore,
     LedgerEntry,
@@ -67,6 +68,7 @@ def erase_user(user_id: str, files_folder: Path) -> dict[str, int]:
             TriggerRun.objects.filter(user_id=user_id).delete()
             _, by_model = Batch.objects.filter(user_id=user_id).delete()
             batches = by_model.get(Batch._meta.label, 0)
+            GuardrailEvent.objects.filter(user_id=user_id).delete()
             digest = erased_id(user_id)
             for kept in (LedgerEntry, JudgeRun, JudgeScore, RequestRecord):
                 kept.objects.filter(user_id=user_id).update(user_id=digest)

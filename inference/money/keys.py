@@ -49,6 +49,7 @@ class KeySpec(BaseModel):
     rpm: int | None = Field(default=None, ge=1)
     tpm: int | None = Field(default=None, ge=1)
     agents: list[str] | None = Field(default=None, min_length=1)
+    guardrails: list[str] = Field(default=[], description="Guardrails after the agent's.")
     expires_at: datetime | None = None
 
     @field_validator("user")
@@ -80,6 +81,7 @@ class KeyGrant:
     tpm: int | None
     budget_micro_usd: int | None
     budget_window: str
+    guardrails: tuple[str, ...] = ()  # applied to its requests after the agent's
 
     @property
     def limited(self) -> bool:
@@ -124,6 +126,7 @@ def create_key(spec: KeySpec) -> tuple[ApiKey, str]:
         digest=digest_of(secret),
         prefix=secret[:SHOWN_CHARACTERS],
         agents=spec.agents,
+        guardrails=spec.guardrails,
         rpm=spec.rpm,
         tpm=spec.tpm,
         budget_micro_usd=budget,
@@ -162,6 +165,7 @@ def _grant(key: ApiKey) -> KeyGrant:
         tpm=key.tpm,
         budget_micro_usd=key.budget_micro_usd,
         budget_window=key.budget_window,
+        guardrails=tuple(key.guardrails or ()),
     )
 
 

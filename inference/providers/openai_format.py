@@ -53,6 +53,17 @@ class OpenAIFormatProvider(Provider):
         key = self.settings.api_key
         return {"Authorization": f"Bearer {key}"} if key else {}
 
+    async def moderate(self, text: str, model: str) -> dict[str, Any]:
+        """The first result of ``/moderations`` on ``text``: ``flagged``, ``categories``,
+        ``category_scores``."""
+        answer = await self.post_json(
+            f"{self.base_url}/moderations", {"model": model, "input": text}
+        )
+        results = answer.get("results")
+        if not isinstance(results, list) or not results or not isinstance(results[0], dict):
+            raise ProviderError(502, f"{self.name} returned a moderation without results")
+        return results[0]
+
     async def embed_once(self, request: EmbeddingRequest) -> Embeddings:
         body: dict[str, Any] = {
             "model": request.model,

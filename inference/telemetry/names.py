@@ -40,6 +40,11 @@ def tool_span(parent: Span, tool: str) -> Span:
     return parent.child(f"execute_tool {tool}")
 
 
+def guardrail_span(parent: Span, guardrail: str) -> Span:
+    """One guardrail's check of a call's input or output."""
+    return parent.child(f"guardrail {guardrail}")
+
+
 def model_span(parent: Span, operation: str, model: str) -> Span:
     """One upstream attempt (``chat``, ``embeddings``), or a call the cache answered."""
     return parent.child(f"{operation} {model}", "client")

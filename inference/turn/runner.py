@@ -22,6 +22,7 @@ from core.logformat import log_failure
 from core.requestlog import RequestLog
 from inference.background import releasing
 from inference.cache.housekeeping import housekeeping_due, keep_cache
+from inference.calls.classifiers import GuardrailClassifiers
 from inference.calls.conversation import Conversation
 from inference.calls.recorder import CallRecorder
 from inference.database import in_database
@@ -165,14 +166,16 @@ class TurnRunner:
         invoke = agent_span(turn.caller.span, turn.agent.name)
         if invoke.recording:
             invoke.set(_turn_attributes(turn))
+        caller = turn.caller.traced(invoke)
         conversation = Conversation(
             self.config,
             self.engine,
-            turn.caller.traced(invoke),
+            caller,
             CallAllowance(self.config.limits),
             Meter(turn.caller, turn.reservation),
             CallRecorder(),
             control=turn.cache_control,
+            classifying=GuardrailClassifiers(self.config, self.engine, caller, turn.agent.name),
         )
         loop = conversation.loop(
             call.route, call.toolbox, call.request.response_format, agent=turn.agent
@@ -320,6 +323,8 @@ def _upstream_headers(recorder: CallRecorder) -> dict[str, str]:
     headers = {"X-Gateway-Attempts": str(recorder.tries)}
     if recorder.answerer is not None:
         headers["X-Gateway-Upstream"] = recorder.answerer.label
+    if recorder.guardrails.outcomes:
+        headers["X-Gateway-Guardrails"] = recorder.guardrails.header
     return headers
 
 

@@ -1,6 +1,7 @@
 """Libraries a process loads only when its config or its requests need them (each is a MB
 or two of every worker's memory): joserfc for OpenID Connect, the OpenTelemetry SDK for an
-exporter, genai-prices for a price from its table, jsonschema and RE2 for a JSON Schema."""
+exporter, genai-prices for a price from its table, jsonschema and RE2 for a JSON Schema,
+Presidio (and spaCy, 100 MB) for a pii guardrail's first check."""
 
 import json
 import os
@@ -15,7 +16,15 @@ from inference.money.prices import price_of
 from inference.neutral.types import Usage
 
 ROOT = Path(__file__).resolve().parents[2]
-OPTIONAL = ("joserfc", "opentelemetry.sdk", "genai_prices", "jsonschema", "re2", "mcp.server")
+OPTIONAL = (
+    "joserfc",
+    "opentelemetry.sdk",
+    "genai_prices",
+    "jsonschema",
+    "re2",
+    "mcp.server",
+    "presidio_analyzer",
+)
 TABLE = "genai_prices.data"  # the price table, loaded by the first price looked up in it
 CONFIG = """\
 providers: {openai: {api_key: sk-test, base_url: 'http://127.0.0.1:9/v1'}}
@@ -66,6 +75,15 @@ def test_an_exporter_loads_the_sdk_and_a_table_price_loads_the_table_as_the_conf
     loaded = loaded_after_start(tmp_path, config)
 
     assert loaded["opentelemetry.sdk"] and loaded["genai_prices"] and loaded[TABLE]
+
+
+def test_a_pii_guardrail_loads_presidio_as_the_config_applies(tmp_path: Path) -> None:
+    config = CONFIG.replace("model: m,", "model: m, guardrails: [pii],")
+    config += "guardrails: [{name: pii, kind: pii, action: redact}]\n"
+
+    loaded = loaded_after_start(tmp_path, config)
+
+    assert loaded["presidio_analyzer"]
 
 
 @pytest.mark.parametrize("prompt_tokens", [1_000, 300_000])

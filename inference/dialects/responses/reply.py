@@ -14,6 +14,7 @@ from inference.neutral.reply import ReplyHeader
 from inference.neutral.types import (
     ChatResponse,
     Finish,
+    FinishReason,
     Reasoning,
     StreamEvent,
     TextDelta,
@@ -74,7 +75,7 @@ class ResponsesReply:
             _function_call(_item_id("fc"), call, "completed", self.namespaces)
             for call in answer.tool_calls
         ]
-        return _response(header, self.settings, "completed", output, answer.usage)
+        return _ended(header, self.settings, answer.finish_reason, output, answer.usage)
 
     async def finished(self, body: dict[str, Any]) -> None:
         if self.keep is not None:
@@ -105,6 +106,7 @@ class ResponsesFrames:
         logprobs: list[Any] = []  # of the message's text, where the provider gave them
         calls: dict[int, dict[str, Any]] = {}  # stream index → function_call item
         usage: Usage | None = None
+        finish_reason: FinishReason = "stop"
         async for event in events:
             if isinstance(event, TextDelta):
                 if not message_id:
@@ -133,7 +135,10 @@ class ResponsesFrames:
                 place = {"output_index": len(output) - 1, "item": output[-1]}
                 yield sequence.frame("response.output_item.added", **place)
                 yield sequence.frame("response.output_item.done", **place)
-            elif isinstance(event, Finish) and not message_id and not calls:
+            elif isinstance(event, Finish):
+                finish_reason = event.reason
+                if message_id or calls:
+                    continue
                 message_id = _item_id("msg")  # an empty answer is one empty message
                 for frame in _message_opened(sequence, message_id, len(output)):
                     yield frame
@@ -144,9 +149,9 @@ class ResponsesFrames:
         for item in calls.values():
             for frame in _call_closed(sequence, item, output):
                 yield frame
-        completed = _response(header, settings, "completed", output, usage)
+        completed = _ended(header, settings, finish_reason, output, usage)
         await self.reply.finished(completed)
-        yield sequence.frame("response.completed", response=completed)
+        yield sequence.frame(f"response.{completed['status']}", response=completed)
 
     def failed(self, error: ApiError) -> bytes:
         """``response.failed`` with the output streamed so far."""
@@ -265,6 +270,22 @@ def _response(
         **settings,
         "usage": _usage(usage) if usage is not None else None,
     }
+
+
+def _ended(
+    header: ReplyHeader,
+    settings: dict[str, Any],
+    finish_reason: FinishReason,
+    output: list[dict[str, Any]],
+    usage: Usage | None,
+) -> dict[str, Any]:
+    """The response once its answer ended: ``incomplete`` when a content filter (a
+    guardrail) stopped it, else ``completed``."""
+    if finish_reason != "content_filter":
+        return _response(header, settings, "completed", output, usage)
+    response = _response(header, settings, "incomplete", output, usage)
+    response["incomplete_details"] = {"reason": "content_filter"}
+    return response
 
 
 def _usage(usage: Usage) -> dict[str, Any]:

@@ -20,10 +20,14 @@ class Command(BaseCommand):
         parser.add_argument("--rpm", type=int, help="requests per minute")
         parser.add_argument("--tpm", type=int, help="tokens per minute")
         parser.add_argument("--agents", help="comma-separated agents it may call (default all)")
+        parser.add_argument(
+            "--guardrails", help="comma-separated guardrails its requests go through"
+        )
         parser.add_argument("--expires", help="ISO 8601 time it stops working")
 
     def handle(self, *args: object, **options: object) -> None:
         agents = str(options["agents"]).split(",") if options["agents"] else None
+        guardrails = str(options["guardrails"] or "").split(",")
         try:
             expires = (
                 datetime.fromisoformat(str(options["expires"])) if options["expires"] else None
@@ -36,6 +40,7 @@ class Command(BaseCommand):
                 rpm=options["rpm"],  # type: ignore[arg-type]
                 tpm=options["tpm"],  # type: ignore[arg-type]
                 agents=[name.strip() for name in agents if name.strip()] if agents else None,
+                guardrails=[name.strip() for name in guardrails if name.strip()],
                 expires_at=expires,
             )
         except (ValueError, ValidationError) as error:

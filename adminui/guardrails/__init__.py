@@ -1,0 +1,1 @@
+"""The admin's view of what guardrails did."""
