@@ -177,6 +177,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "turn",
         ),
         "batches": (
+            "calls",
             "database",
             "engine",
             "erasures",
@@ -184,6 +185,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "models",
             "money",
             "neutral",
+            "providers",
             "serving",
         ),
         "dialects": (
