@@ -22,6 +22,7 @@ from decimal import Decimal
 from typing import Any
 
 from tests.fakes.base import FakeUpstream, Recorded, Reply, fake_vector, sse
+from tests.fakes.batches import BatchStore, openai_batch_reply
 from tests.fakes.billing import Cost, bill_page, day_start
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -35,14 +36,19 @@ class OpenAIUpstream(FakeUpstream):
     def __init__(self, port: int = 0) -> None:
         super().__init__(port)
         self.costs: list[Cost] = []  # what the organization Costs API answers
+        self.provider_batches = BatchStore(self)  # the Files and Batch APIs' own
 
     def reset(self) -> None:
         super().reset()
         self.costs.clear()
+        self.provider_batches.reset()
 
     def fixed_reply(self, recorded: Recorded) -> Reply | None:
         if recorded.path == COSTS_PATH:
             return costs_reply(recorded, self.costs)
+        batch_api = openai_batch_reply(self.provider_batches, recorded)
+        if batch_api is not None:
+            return batch_api
         return super().fixed_reply(recorded)
 
     def paced(self, events: int, gap: float) -> "OpenAIUpstream":
@@ -65,7 +71,7 @@ class OpenAIUpstream(FakeUpstream):
 
     def next_reply(self, recorded: Recorded) -> Reply:
         reply = super().next_reply(recorded)
-        if self.is_embedding(recorded):
+        if self.is_embedding(recorded) or not recorded.path.endswith("/chat/completions"):
             return reply
         return _rejection(recorded) or reply
 
