@@ -98,6 +98,7 @@ class NativeRun:
         self.engine = engine
         self.answerer = answerer
         self.gathering = Gathering(len(lines))
+        self.window_ended = False
 
     async def run(self) -> None:
         config = await self._config()
@@ -157,8 +158,12 @@ class NativeRun:
             await asyncio.sleep(config.batches.poll_seconds)
 
     async def _stopping(self) -> bool:
+        """Whether the batch was cancelled, erased, or reached the end of its window (its
+        lines the provider batch never ran then end ``expired``)."""
         state = await in_database(records.state_of, self.batch_id)
-        return state is None or state[0] == "cancelling" or timezone.now() >= state[1]
+        if state is not None and state[0] != "cancelling" and timezone.now() >= state[1]:
+            self.window_ended = True
+        return state is None or state[0] == "cancelling" or self.window_ended
 
     def _answer(self, provider: Provider, results: dict[str, LineResult] | ProviderError) -> None:
         for custom_id, (request, future) in self.gathering.calls.items():
@@ -203,6 +208,8 @@ class NativeRun:
                 self.gathering.arrived()
         now = timezone.now()
         unrun = UNRUN.get(outcome.error_code)
+        if unrun == "cancelled" and self.window_ended:
+            unrun = "expired"
         if unrun is not None:
             await in_database(records.end_unrun, line.id, unrun, now)
         else:

@@ -27,6 +27,7 @@ from tests.fakes.billing import Cost, bill_page, day_start
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 COSTS_PATH = "/v1/organization/costs"
+BATCH_API_PATHS = ("/v1/files", "/v1/batches")
 
 
 class OpenAIUpstream(FakeUpstream):
@@ -71,7 +72,7 @@ class OpenAIUpstream(FakeUpstream):
 
     def next_reply(self, recorded: Recorded) -> Reply:
         reply = super().next_reply(recorded)
-        if self.is_embedding(recorded) or not recorded.path.endswith("/chat/completions"):
+        if self.is_embedding(recorded) or recorded.path.startswith(BATCH_API_PATHS):
             return reply
         return _rejection(recorded) or reply
 
