@@ -3,6 +3,7 @@ provider with ``batch: native`` go upstream as one provider batch (OpenAI's File
 Batch APIs, Anthropic's Message Batches, as the fakes implement them), admitted line by
 line under the key that created the batch, billed at half the standard rate."""
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 
 from tests.e2e.test_batches import chat_line, ended, mint, read_file, sdk, submit
 from tests.fakes.anthropic_upstream import AnthropicUpstream
-from tests.fakes.base import FakeUpstream, Recorded
+from tests.fakes.base import FakeUpstream, Recorded, Reply
 from tests.fakes.batches import BatchStore
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.polling import wait_for
@@ -79,25 +80,40 @@ def ledger(server: GatewayServer, user: str) -> list[tuple[str, str, int]]:
 def test_native_lines_go_upstream_as_one_provider_batch_at_half_price(
     server: GatewayServer, fakes: dict[str, FakeUpstream]
 ) -> None:
-    """Three lines of ``assistant`` go as one OpenAI batch, polled until it completed; the
-    line of ``planner`` (a gateway-run subagent tool) is sent through the gateway."""
+    """Four lines of ``assistant`` go as one OpenAI batch, polled until it completed (one
+    of them refused by the provider: the error file); the line of ``planner`` (a
+    gateway-run subagent tool) is sent through the gateway, at the standard rate."""
     fake = fakes["openai"]
     store(fake).polls = 2
+    fake.answer_when(
+        lambda line: line.path == "/v1/chat/completions" and "refuse me" in json.dumps(line.body),
+        Reply.of_error(400, "That request is not allowed"),
+    )
     key = mint(server)
     client = sdk(server, key["key"])
     lines = [chat_line(f"req-{n}", f"question {n}") for n in range(1, 4)]
+    others = [chat_line("plan", "a plan", "planner"), chat_line("bad", "refuse me")]
 
-    done = ended(client, submit(client, [*lines, chat_line("plan", "a plan", "planner")]).id)
+    done = ended(client, submit(client, [*lines, *others]).id)
 
-    assert done.status == "completed" and done.error_file_id is None
+    assert done.status == "completed"
     [provider_batch] = store(fake).batches.values()
-    assert [custom_id for custom_id, _ in provider_batch.requests] == ["line-1", "line-2", "line-3"]
-    assert [body["model"] for _, body in provider_batch.requests] == ["priced"] * 3
+    assert [custom_id for custom_id, _ in provider_batch.requests] == [
+        "line-1",
+        "line-2",
+        "line-3",
+        "line-5",
+    ]
+    assert [body["model"] for _, body in provider_batch.requests] == ["priced"] * 4
     assert [body["messages"][-1]["content"] for _, body in provider_batch.requests] == [
         "question 1",
         "question 2",
         "question 3",
+        "refuse me",
     ]
+    [refused] = read_file(client, done.error_file_id)
+    assert refused["custom_id"] == "bad" and refused["response"]["status_code"] == 400
+    assert "That request is not allowed" in refused["error"]["message"]
     assert len(calls(fake, "POST", "/v1/files")) == 1
     assert len(calls(fake, "POST", "/v1/batches")) == 1
     assert len(calls(fake, "GET", "/v1/batches/")) == 3  # in progress twice, then completed
@@ -115,7 +131,8 @@ def test_native_lines_go_upstream_as_one_provider_batch_at_half_price(
             f"You said: question {number}",
         )
         assert body["usage"]["total_tokens"] == 18
-    assert ledger(server, key["user"]) == [
+    assert sorted(ledger(server, key["user"])) == [
+        ("batch", "assistant", 0),  # the line the provider refused
         ("batch", "assistant", 9000),
         ("batch", "assistant", 9000),
         ("batch", "assistant", 9000),
@@ -246,3 +263,32 @@ def test_a_message_batch_goes_to_anthropic_as_one_message_batch(
         assert result.message.model == "claude"
         assert [block.text for block in result.message.content] == [f"You said: note {n}"]
     assert ledger(server, key["user"]) == [("batch", "claude", 9000)] * 3
+
+
+def test_cancelling_a_message_batch_cancels_the_anthropic_batch(
+    server: GatewayServer, fakes: dict[str, FakeUpstream]
+) -> None:
+    fake = fakes["anthropic"]
+    store(fake).polls = 10_000
+    client = anthropic.Anthropic(base_url=server.url, api_key=mint(server)["key"], max_retries=0)
+    params = {"model": "claude", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+    created = client.messages.batches.create(
+        requests=[{"custom_id": f"m{n}", "params": params} for n in range(2)]  # type: ignore[typeddict-item]
+    )
+    wait_for(lambda: calls(fake, "GET", "/v1/messages/batches/"), "the message batch polled")
+
+    assert client.messages.batches.cancel(created.id).processing_status == "canceling"
+
+    done = wait_for(
+        lambda: (
+            (found := client.messages.batches.retrieve(created.id)).processing_status == "ended"
+            and found
+        ),
+        "the cancelled batch to end",
+    )
+    [provider_batch] = store(fake).batches.values()
+    assert [r.path for r in calls(fake, "POST", "/v1/messages/batches/")] == [
+        f"/v1/messages/batches/{provider_batch.id}/cancel"
+    ]
+    assert (done.request_counts.canceled, done.request_counts.succeeded) == (2, 0)
+    assert [r.result.type for r in client.messages.batches.results(created.id)] == ["canceled"] * 2
