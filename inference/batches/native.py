@@ -111,11 +111,15 @@ class NativeRun:
             if calls:
                 results = await self._results(api, provider, config)
                 self._answer(provider, results)
-        except BaseException as error:
-            self._fail(error)
+        except asyncio.CancelledError:
+            # The process is stopping: its lines are left as they are (not failed, not
+            # billed), for the process that takes the batch over to poll again.
             raise
-        finally:
+        except Exception as error:
+            self._fail(error)
             await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _results(
         self, api: BatchApi, provider: Provider, config: Config
@@ -124,6 +128,9 @@ class NativeRun:
         could not be sent)."""
         calls = self.gathering.calls
         if not self.native_batch:
+            if await self._stopping():  # cancelled while its lines were admitted: not sent
+                unsent = LineResult(499, unsent="expired" if self.window_ended else "cancelled")
+                return dict.fromkeys(calls, unsent)
             ordered = [_custom_id(line) for line in self.lines if _custom_id(line) in calls]
             bodies = {custom_id: provider.batch_body(calls[custom_id][0]) for custom_id in ordered}
             try:
@@ -136,7 +143,15 @@ class NativeRun:
             sent = [line.id for line in self.lines if _custom_id(line) in calls]
             await in_database(records.in_provider_batch, sent, self.native_batch)
         state = await self._ended(api, config)
-        return await api.results(state, list(calls))
+        while True:
+            try:
+                return await api.results(state, list(calls))
+            except ProviderError as error:
+                logger.warning(
+                    "batch %s: reading %s failed: %s", self.batch_id, self.native_batch, error
+                )
+            config = self.config() or config
+            await asyncio.sleep(config.batches.poll_seconds)
 
     async def _ended(self, api: BatchApi, config: Config) -> dict[str, Any]:
         """The provider batch's state once it ended; it is cancelled once this batch is
@@ -189,7 +204,7 @@ class NativeRun:
                     )
                 )
 
-    def _fail(self, error: BaseException) -> None:
+    def _fail(self, error: Exception) -> None:
         """The calls still waiting fail with ``error`` (the run itself failed)."""
         failure = ProviderError(
             500, f"internal error: {type(error).__name__}", code="internal_error"
