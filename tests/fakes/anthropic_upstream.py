@@ -8,6 +8,8 @@ stream reply with an ``error_body`` and status 200 fails after its content with 
 refuses what the real API refuses: a temperature other than 1, a top_p below 0.95, a
 tool round sent back without its thinking first, a thinking block with a wrong signature.
 ``POST /v1/messages/count_tokens`` answers what the test scripts (a ``raw_body``).
+``/v1/messages/batches`` takes Message Batches (``tests.fakes.batches``:
+``provider_batches.polls`` polls before one ends).
 ``GET /v1/organizations/cost_report`` (the Admin API's cost report) answers the ``costs``
 a test sets, to an admin key (``sk-ant-admin…``) only.
 """

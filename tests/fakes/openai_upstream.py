@@ -5,7 +5,8 @@ Run it alone to try the gateway without API keys:
 "You said: <your last message>". A request with ``logprobs: true`` gets logprobs for
 each piece of text, whole and streamed, as the real API gives them. ``GET
 /v1/organization/costs`` (the organization Costs API) answers the ``costs`` a test sets,
-to an admin key (``sk-admin-…``) only.
+to an admin key (``sk-admin-…``) only. The Files and Batch APIs take provider batches
+(``tests.fakes.batches``: ``provider_batches.polls`` polls before one completes).
 
 ``--stream-events 40 --event-gap-ms 5`` paces it as a model streams tokens: every reply
 has enough words that a stream of it is 40 SSE events (the role, one event per word, the
