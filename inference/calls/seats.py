@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from inference.money.prices import Price, batch_priced
 from inference.neutral.calls import CallResult, CallStream, ModelCalls
@@ -52,7 +52,7 @@ class Seat:
 
     gathering: Gathering
     custom_id: str
-    used: bool = field(default=False)
+    used: bool = False
 
 
 SEAT: ContextVar[Seat | None] = ContextVar("batch_seat", default=None)
