@@ -96,6 +96,11 @@ class ProviderConfig(Section):
     billing: BillingConfig | None = Field(
         default=None, description="Our extension: what it billed, for spend reconciliation."
     )
+    batch: Literal["gateway", "native"] = Field(
+        default="gateway",
+        description="Our extension: native: batch lines go upstream as one provider batch "
+        "(kinds openai, anthropic; docs/batches.md).",
+    )
 
     @property
     def timeouts(self) -> TimeoutConfig:
@@ -462,6 +467,12 @@ class BatchesConfig(Finite):
         description="Batch lines wait while this many live requests are in flight on the process.",
     )
     max_requests: int = Field(default=50_000, ge=1, description="The most lines a batch may have.")
+    poll_seconds: float = Field(
+        default=60,
+        gt=0,
+        allow_inf_nan=False,
+        description="Seconds between polls of a native batch.",
+    )
 
 
 class SkillsConfig(Section):

@@ -28,7 +28,13 @@ from agents.schema import (
     Upstream,
 )
 from agents.skills.catalog import DEFAULT_DIR as DEFAULT_SKILLS_DIR
-from core.providerkinds import BILLING_KINDS, EMBEDDING_KINDS, KIND_NAMES, PROVIDER_KINDS
+from core.providerkinds import (
+    BILLING_KINDS,
+    EMBEDDING_KINDS,
+    KIND_NAMES,
+    NATIVE_BATCH_KINDS,
+    PROVIDER_KINDS,
+)
 
 
 def cross_validate(config: Config) -> list[str]:
@@ -37,6 +43,7 @@ def cross_validate(config: Config) -> list[str]:
         *_check_names(config),
         *_check_providers(config),
         *_check_billing(config),
+        *_check_native_batches(config),
         *_check_agents(config),
         *_check_subagent_cycles(config),
         *_check_judges(config),
@@ -163,6 +170,16 @@ def _check_billing(config: Config) -> Iterator[str]:
             yield f"{path}.admin_key: must not be blank"
         if billing.project is not None and not billing.project.strip():
             yield f"{path}.project: must not be blank (remove it to compare the whole organization)"
+
+
+def _check_native_batches(config: Config) -> Iterator[str]:
+    for name, provider in config.providers.items():
+        kind = config.provider_kind(name)
+        if provider.batch == "native" and kind not in NATIVE_BATCH_KINDS:
+            yield (
+                f"providers.{name}.batch: provider '{name}' is of kind {kind}, which has no "
+                f"batch API the gateway speaks (native batches: {', '.join(NATIVE_BATCH_KINDS)})"
+            )
 
 
 def _check_agents(config: Config) -> Iterator[str]:

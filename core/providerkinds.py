@@ -66,4 +66,6 @@ EMBEDDING_KINDS: tuple[str, ...] = tuple(
     name for name, kind in PROVIDER_KINDS.items() if kind.embeds
 )
 BILLING_KINDS: tuple[str, ...] = tuple(name for name, kind in PROVIDER_KINDS.items() if kind.bills)
+# The kinds whose own batch API the gateway sends batches to (``batch: native``).
+NATIVE_BATCH_KINDS: tuple[str, ...] = ("openai", "anthropic")
 assert set(KIND_NAMES) == set(PROVIDER_KINDS), "every kind name is described once"

@@ -543,9 +543,10 @@ class Batch(models.Model):
 
 class BatchLine(models.Model):
     """One request of a batch. ``status``: ``queued``, then ``sent`` once a process claimed
-    it (before anything goes upstream: a line is never sent twice), then ``succeeded``,
-    ``failed``, ``cancelled`` or ``expired`` with its outcome: the response's status and
-    body, or the error's code and message."""
+    it (before anything goes upstream: a line is never sent twice), or ``upstream`` once it
+    is in the provider batch ``native_batch`` of ``native_provider`` (native mode: polled,
+    never sent again), then ``succeeded``, ``failed``, ``cancelled`` or ``expired`` with
+    its outcome: the response's status and body, or the error's code and message."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="lines")
     number = models.PositiveIntegerField()  # 1-based, in the input's order
@@ -559,6 +560,8 @@ class BatchLine(models.Model):
     error_message = models.TextField(blank=True, default="")
     cost_micro_usd = models.BigIntegerField(default=0)
     finished_at = models.DateTimeField(null=True, blank=True)
+    native_provider = models.CharField(max_length=255, blank=True, default="")
+    native_batch = models.CharField(max_length=255, blank=True, default="")
 
     class Meta:
         constraints = [

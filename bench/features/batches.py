@@ -10,7 +10,12 @@ turn:
 - ``both``: the same batch again with the same live traffic running beside it until it
   ends: the batch's wall time and the live p50.
 
-It prints the figures and the ratios both/live (live p50) and both/batch (wall time).
+- ``native``: the same batch on a second gateway whose provider has ``batch: native``
+  (``poll_seconds: 0.5``): one provider batch at the fake, whose Batch API completes it
+  at the first poll.
+
+It prints the figures and the ratios both/live (live p50), both/batch and native/batch
+(wall time).
 
     .venv/bin/python -m bench.features.batches [--lines 1000] [--clients 2]
         [--concurrency 4] [--yield-above 8]
@@ -29,7 +34,8 @@ import httpx
 import openai
 
 from bench.harness.processes import floor, gateways
-from bench.harness.workload import timed
+from bench.harness.workload import bench_config, timed
+from tests.server import GatewayServer
 
 LIVE_SECONDS = 10.0  # how long the live traffic alone is measured
 
@@ -41,10 +47,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="batches.concurrency")
     parser.add_argument("--yield-above", type=int, default=8, help="batches.yield_above")
     options = parser.parse_args()
-    extra = (
-        "files: {dir: uploads}\n"
-        f"batches: {{concurrency: {options.concurrency}, yield_above: {options.yield_above}}}\n"
-    )
+    batches = f"concurrency: {options.concurrency}, yield_above: {options.yield_above}"
+    extra = f"files: {{dir: uploads}}\nbatches: {{{batches}}}\n"
+    native_extra = f"files: {{dir: uploads}}\nbatches: {{{batches}, poll_seconds: 0.5}}\n"
     with (
         tempfile.TemporaryDirectory() as workdir,
         floor() as base,
@@ -66,6 +71,13 @@ def main() -> None:
         finally:
             done.set()
             live.join()
+        native_config = bench_config(base.upstream, native_extra, provider="batch: native")
+        (Path(workdir) / "native").mkdir()
+        native = GatewayServer(Path(workdir) / "native", native_config).start()
+        try:
+            native_seconds = _batch(f"{native.url}/v1", options.lines)
+        finally:
+            native.stop()
     live_p50, both_p50 = statistics.median(alone), statistics.median(beside)
     print(
         f"\n{options.lines}-line batch, {options.clients} live clients, concurrency "
@@ -76,8 +88,10 @@ def main() -> None:
     print(
         f"batch + live    {both_seconds:7.2f} s  live p50 {both_p50:7.2f} ms ({len(beside)} requests)"
     )
+    print(f"native batch    {native_seconds:7.2f} s  (one provider batch, polled every 0.5 s)")
     print(
         f"ratios: live p50 both/alone {both_p50 / live_p50:4.2f}  batch time both/alone {both_seconds / batch_seconds:4.2f}"
+        f"  native/alone {native_seconds / batch_seconds:4.2f}"
     )
 
 

@@ -6,11 +6,13 @@ from typing import Any
 import httpx
 
 
-def bench_config(upstream: str, extra: str = "") -> str:
+def bench_config(upstream: str, extra: str = "", provider: str = "") -> str:
     """A config with one agent, ``bench``, on the OpenAI-format upstream at ``upstream``
-    (the fake's base URL), plus ``extra`` YAML lines."""
+    (the fake's base URL), plus ``extra`` YAML lines; ``provider``: more settings of the
+    provider (``batch: native``)."""
+    settings = f", {provider}" if provider else ""
     return (
-        f"providers: {{openai: {{api_key: sk-bench, base_url: '{upstream}'}}}}\n"
+        f"providers: {{openai: {{api_key: sk-bench, base_url: '{upstream}'{settings}}}}}\n"
         "agents: [{name: bench, provider: openai, model: m, preamble: You are a benchmark.}]\n"
         + extra
     )

@@ -160,6 +160,47 @@ def claim_lines(batch_id: str, limit: int) -> list[BatchLine]:
     return list(BatchLine.objects.filter(id__in=ids, status="sent").order_by("number"))
 
 
+def queued_lines(batch_id: str) -> list[BatchLine]:
+    return list(BatchLine.objects.filter(batch_id=batch_id, status="queued").order_by("number"))
+
+
+def claim_native(batch_id: str, providers: dict[int, str]) -> list[BatchLine]:
+    """The queued lines of ``providers`` (line id → the provider whose batch it joins)
+    claimed for native mode, while the batch is ``in_progress``."""
+    by_provider: dict[str, list[int]] = {}
+    for line_id, provider in providers.items():
+        by_provider.setdefault(provider, []).append(line_id)
+    with transaction.atomic():
+        if not Batch.objects.filter(id=batch_id, status="in_progress").exists():
+            return []
+        for provider, ids in by_provider.items():
+            BatchLine.objects.filter(id__in=ids, status="queued").update(
+                status="sent", native_provider=provider
+            )
+    return list(
+        BatchLine.objects.filter(id__in=list(providers), status="sent", native_batch="").order_by(
+            "number"
+        )
+    )
+
+
+def in_provider_batch(line_ids: Sequence[int], native_batch: str) -> None:
+    """The lines are in the provider batch ``native_batch``: polled, never sent again."""
+    BatchLine.objects.filter(id__in=list(line_ids), status="sent").update(
+        status="upstream", native_batch=native_batch
+    )
+
+
+def upstream_lines(batch_id: str) -> list[BatchLine]:
+    """The lines in provider batches not yet read (a process that stopped polled them)."""
+    return list(BatchLine.objects.filter(batch_id=batch_id, status="upstream").order_by("number"))
+
+
+def end_unrun(line_id: int, status: Literal["cancelled", "expired"], now: datetime) -> None:
+    """A line its provider batch never ran (cancelled or expired first)."""
+    BatchLine.objects.filter(id=line_id).update(status=status, finished_at=now)
+
+
 def finish_line(line_id: int, outcome: LineOutcome, now: datetime) -> None:
     BatchLine.objects.filter(id=line_id).update(
         status="succeeded" if outcome.succeeded else "failed",

@@ -25,6 +25,7 @@ from agents.schema import Config
 from core.logformat import log_event
 from inference.batches import records
 from inference.batches.lines import LineOutcome, RateLimited, refused, run_line
+from inference.batches.native import NativeRun, by_provider, native_provider
 from inference.batches.results import output_lines
 from inference.database import in_database
 from inference.engine import Engine
@@ -92,6 +93,10 @@ class BatchRunner:
         key = await in_database(grant_of, batch.api_key_id) if batch.api_key_id else None
         caller = LineCaller(batch.user_id, key)
         in_flight: set[asyncio.Task[None]] = set()
+        for run in await self._native_runs(batch, caller, key is None):
+            native = asyncio.ensure_future(run.run())
+            in_flight.add(native)
+            native.add_done_callback(in_flight.discard)
         while True:
             config = self.config()
             if config is None:
@@ -125,6 +130,36 @@ class BatchRunner:
             task = asyncio.ensure_future(self._line(batch, line, caller, key is None))
             in_flight.add(task)
             task.add_done_callback(in_flight.discard)
+
+    async def _native_runs(
+        self, batch: Batch, caller: LineCaller, keyless: bool
+    ) -> list[NativeRun]:
+        """The batch's provider batches (native mode): those a process before this one
+        sent, to poll, and one for each native provider of its queued lines."""
+        config = self.config()
+        answerer = self.answerers(batch.endpoint)
+        if config is None or answerer is None:
+            return []
+        resumed = await in_database(records.upstream_lines, batch.id)
+        if batch.api_key_id is not None and keyless:
+            gone = ApiError(
+                401, "The API key that created the batch no longer exists", code="invalid_api_key"
+            )
+            for line in resumed:
+                outcome = refused(answerer, gone, uuid.uuid4().hex)
+                await in_database(records.finish_line, line.id, outcome, timezone.now())
+            return []  # its queued lines are refused by the gateway's loop
+        queued = await in_database(records.queued_lines, batch.id)
+        plan = {
+            line.id: provider
+            for line in queued
+            if (provider := native_provider(config, answerer, line.body)) is not None
+        }
+        claimed = await in_database(records.claim_native, batch.id, plan) if plan else []
+        return [
+            NativeRun(batch.id, provider, lines, sent, caller, self.config, self.engine, answerer)
+            for (provider, sent), lines in by_provider([*resumed, *claimed]).items()
+        ]
 
     async def _slot(self, config: Config) -> None:
         """Take one of this process's ``batches.concurrency`` places for a line (every

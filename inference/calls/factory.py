@@ -1,6 +1,7 @@
 """The layers of the model-call seam (``inference.neutral.calls``), built in one place for
 one conversation of one caller, innermost first: routing (deployments, retries,
-fallbacks, circuit breakers), the response cache, guardrails, tracing, the turn's recorder, and
+fallbacks, circuit breakers; for a batch line in native mode, its seat in the provider
+batch instead), the response cache, guardrails, tracing, the turn's recorder, and
 money's admission. Each is a wrapper with the same interface; a new step that every
 call goes through is one wrapper and one line here."""
 
@@ -8,6 +9,7 @@ from agents.schema import AgentConfig, Config
 from inference.cache.calls import CachedCalls, CacheEngine
 from inference.cache.use import CacheControl
 from inference.calls.recorder import CallRecorder, RecordedCalls
+from inference.calls.seats import SEAT, NativeCalls
 from inference.calls.tracing import TracedCalls
 from inference.guardrails.calls import GuardedCalls
 from inference.guardrails.classifying import Classifying
@@ -39,6 +41,11 @@ def model_calls(
     cache do) is given; ``answering``: the conversation of the agent the client called;
     ``classifying``: who asks the judges of its guardrails."""
     calls: ModelCalls = RoutedCalls(route, config, engine, allowance, caller.span)
+    first = route.deployments[0]
+    price = price_of(config, first.provider, first.model)
+    seat = SEAT.get()
+    if seat is not None and answering and caller.purpose == "batch":
+        calls = NativeCalls(calls, seat, first, price)
     cached: CacheResult | None = None
     if agent is not None and agent.cache is not None and control is not None:
         calls = CachedCalls(calls, agent, route, caller, control, config, engine)
@@ -50,10 +57,9 @@ def model_calls(
         calls = GuardedCalls(
             calls, config, names, whose, engine.writer, outcomes, caller.span, classifying
         )
-    first = route.deployments[0]
     calls = TracedCalls(calls, caller.span, cached, first.model)
     calls = RecordedCalls(calls, recorder, answering)
-    return MeteredCalls(calls, meter, price_of(config, first.provider, first.model))
+    return MeteredCalls(calls, meter, price)
 
 
 def _guardrails(caller: Caller, agent: AgentConfig | None) -> tuple[str, ...]:

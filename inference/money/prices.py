@@ -80,6 +80,18 @@ def priced(usage: Usage, price: Price | None) -> Usage:
     return replace(usage, cost_micro_usd=price.cost(usage) if price is not None else None)
 
 
+# What a provider batch's line costs of the standard price: OpenAI's Batch API and
+# Anthropic's Message Batches both charge half, and the price table has no batch rates.
+BATCH_RATE = 0.5
+
+
+def batch_priced(usage: Usage, price: Price | None) -> Usage:
+    """``usage`` of one line of a provider batch, with its cost at the batch rate."""
+    if price is None:
+        return replace(usage, cost_micro_usd=None)
+    return replace(usage, cost_micro_usd=round(price.cost(usage) * BATCH_RATE))
+
+
 @cache
 def _table_price(kind: str, model: str) -> Price | None:
     from genai_prices import Usage as PricedUsage

@@ -84,6 +84,12 @@ class AnthropicProvider(Provider):
 
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         body = await self.post_json(self.url, encode_request(request, stream=False), _beta(request))
+        return self.reply_of(request, body)
+
+    def batch_body(self, request: ChatRequest) -> dict[str, Any]:
+        return encode_request(self.readable(request), stream=False)
+
+    def reply_of(self, request: ChatRequest, body: dict[str, Any]) -> ChatResponse:
         if not isinstance(body.get("content"), list):
             raise ProviderError(502, f"{self.name} returned a reply without content")
         text: list[str] = []

@@ -183,6 +183,23 @@ class Provider:
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         raise NotImplementedError
 
+    def batch_body(self, request: ChatRequest) -> dict[str, Any]:
+        """The body ``complete_once`` would send, for a line of a provider batch (kinds
+        with a batch API: ``core.providerkinds.NATIVE_BATCH_KINDS``)."""
+        raise NotImplementedError
+
+    def reply_of(self, request: ChatRequest, body: dict[str, Any]) -> ChatResponse:
+        """The reply ``body`` (as ``complete_once`` receives it) to ``request`` says."""
+        raise NotImplementedError
+
+    def batch_reply(self, request: ChatRequest, body: dict[str, Any]) -> ChatResponse:
+        """The reply of a provider batch's line to ``request``; one the module cannot read
+        is a 502, as a call's is."""
+        try:
+            return self.reply_of(request, body)
+        except _UNREADABLE as error:
+            raise self._unreadable(error) from error
+
     @classmethod
     def embeds(cls) -> bool:
         """Whether the wire format serves embeddings."""

@@ -82,6 +82,12 @@ class OpenAIFormatProvider(Provider):
 
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         body = await self.post_json(self.url, encode_request(request, stream=False))
+        return self.reply_of(request, body)
+
+    def batch_body(self, request: ChatRequest) -> dict[str, Any]:
+        return encode_request(self.readable(request), stream=False)
+
+    def reply_of(self, request: ChatRequest, body: dict[str, Any]) -> ChatResponse:
         try:
             choice = body["choices"][0]
             message = choice["message"]

@@ -8,6 +8,8 @@ stream reply with an ``error_body`` and status 200 fails after its content with 
 refuses what the real API refuses: a temperature other than 1, a top_p below 0.95, a
 tool round sent back without its thinking first, a thinking block with a wrong signature.
 ``POST /v1/messages/count_tokens`` answers what the test scripts (a ``raw_body``).
+``/v1/messages/batches`` takes Message Batches (``tests.fakes.batches``:
+``provider_batches.polls`` polls before one ends).
 ``GET /v1/organizations/cost_report`` (the Admin API's cost report) answers the ``costs``
 a test sets, to an admin key (``sk-ant-admin…``) only.
 """
@@ -21,6 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from tests.fakes.base import FakeUpstream, Recorded, Reply, sse
+from tests.fakes.batches import BatchStore, anthropic_batch_reply
 from tests.fakes.billing import Cost, bill_page, day_start
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -42,26 +45,32 @@ def thinking_signature(thinking: str) -> str:
 
 
 COST_REPORT_PATH = "/v1/organizations/cost_report"
+BATCHES_PATH = "/v1/messages/batches"
 
 
 class AnthropicUpstream(FakeUpstream):
     def __init__(self, port: int = 0) -> None:
         super().__init__(port)
         self.costs: list[Cost] = []  # what the Admin API's cost report answers
+        self.provider_batches = BatchStore(self)  # the Message Batches API's own
 
     def reset(self) -> None:
         super().reset()
         self.costs.clear()
+        self.provider_batches.reset()
 
     def next_reply(self, recorded: Recorded) -> Reply:
         reply = super().next_reply(recorded)
-        if recorded.path == COST_REPORT_PATH:
+        if recorded.path == COST_REPORT_PATH or recorded.path.startswith(BATCHES_PATH):
             return reply
         return _rejection(recorded) or reply
 
     def fixed_reply(self, recorded: Recorded) -> Reply | None:
         if recorded.path == COST_REPORT_PATH:
             return cost_report_reply(recorded, self.costs)
+        batch_api = anthropic_batch_reply(self.provider_batches, recorded, self.url)
+        if batch_api is not None:
+            return batch_api
         return super().fixed_reply(recorded)
 
     def is_stream(self, recorded: Recorded) -> bool:

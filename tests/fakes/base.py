@@ -196,6 +196,16 @@ class FakeUpstream:
                 return fixed
             return self._script.pop(0) if self._script else self.default_reply(recorded)
 
+    def line_reply(self, line: Recorded) -> Reply:
+        """The answer of one line of a provider batch, as a call's (its rules, then the
+        script, then the default); called under the lock, by the batch API's call."""
+        self._answered += 1
+        line.number = self._answered
+        for matches, reply in self._rules:
+            if matches(line):
+                return reply
+        return self._script.pop(0) if self._script else self.default_reply(line)
+
     def fixed_reply(self, recorded: Recorded) -> Reply | None:
         """The answer of a call that is not a chat (embeddings, a token count)."""
         if self.is_embedding(recorded):

@@ -5,7 +5,8 @@ Run it alone to try the gateway without API keys:
 "You said: <your last message>". A request with ``logprobs: true`` gets logprobs for
 each piece of text, whole and streamed, as the real API gives them. ``GET
 /v1/organization/costs`` (the organization Costs API) answers the ``costs`` a test sets,
-to an admin key (``sk-admin-…``) only.
+to an admin key (``sk-admin-…``) only. The Files and Batch APIs take provider batches
+(``tests.fakes.batches``: ``provider_batches.polls`` polls before one completes).
 
 ``--stream-events 40 --event-gap-ms 5`` paces it as a model streams tokens: every reply
 has enough words that a stream of it is 40 SSE events (the role, one event per word, the
@@ -22,10 +23,12 @@ from decimal import Decimal
 from typing import Any
 
 from tests.fakes.base import FakeUpstream, Recorded, Reply, fake_vector, sse
+from tests.fakes.batches import BatchStore, openai_batch_reply
 from tests.fakes.billing import Cost, bill_page, day_start
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 COSTS_PATH = "/v1/organization/costs"
+BATCH_API_PATHS = ("/v1/files", "/v1/batches")
 
 
 class OpenAIUpstream(FakeUpstream):
@@ -35,14 +38,19 @@ class OpenAIUpstream(FakeUpstream):
     def __init__(self, port: int = 0) -> None:
         super().__init__(port)
         self.costs: list[Cost] = []  # what the organization Costs API answers
+        self.provider_batches = BatchStore(self)  # the Files and Batch APIs' own
 
     def reset(self) -> None:
         super().reset()
         self.costs.clear()
+        self.provider_batches.reset()
 
     def fixed_reply(self, recorded: Recorded) -> Reply | None:
         if recorded.path == COSTS_PATH:
             return costs_reply(recorded, self.costs)
+        batch_api = openai_batch_reply(self.provider_batches, recorded)
+        if batch_api is not None:
+            return batch_api
         return super().fixed_reply(recorded)
 
     def paced(self, events: int, gap: float) -> "OpenAIUpstream":
@@ -65,7 +73,7 @@ class OpenAIUpstream(FakeUpstream):
 
     def next_reply(self, recorded: Recorded) -> Reply:
         reply = super().next_reply(recorded)
-        if self.is_embedding(recorded):
+        if self.is_embedding(recorded) or recorded.path.startswith(BATCH_API_PATHS):
             return reply
         return _rejection(recorded) or reply
 

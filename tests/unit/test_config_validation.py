@@ -599,6 +599,17 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         "cannot read (the kinds it can: openai, anthropic)",
     ),
     (
+        "native batches on a kind without a batch API",
+        lambda d: d["providers"].update(groq={"batch": "native"}),
+        "providers.groq.batch: provider 'groq' is of kind groq, which has no batch API the "
+        "gateway speaks (native batches: openai, anthropic)",
+    ),
+    (
+        "batch neither gateway nor native",
+        _set("providers.openai.batch", "provider"),
+        "providers.openai.batch: input should be 'gateway' or 'native'",
+    ),
+    (
         "billing without an admin key",
         _set("providers.openai.billing", {"project": "proj_abc"}),
         "providers.openai.billing.admin_key: field required",

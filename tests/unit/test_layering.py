@@ -181,6 +181,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "turn",
         ),
         "batches": (
+            "calls",
             "database",
             "engine",
             "erasures",
@@ -188,6 +189,7 @@ PARTS: dict[str, dict[str, tuple[str, ...]]] = {
             "models",
             "money",
             "neutral",
+            "providers",
             "serving",
         ),
         "dialects": (
