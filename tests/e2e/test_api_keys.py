@@ -6,7 +6,6 @@ import re
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,6 +22,7 @@ from playwright.sync_api import Page, expect
 
 from tests.browser import chromium_page, shot
 from tests.fakes.base import FakeUpstream, Recorded, Reply
+from tests.keys import mint
 from tests.polling import wait_for
 from tests.server import PROJECT_DIR, GatewayServer
 
@@ -63,14 +63,6 @@ def server(
     ).start()
     yield gateway
     gateway.stop()
-
-
-def mint(server: GatewayServer, **fields: Any) -> dict[str, Any]:
-    body = {"name": "test key", "user": f"user-{uuid.uuid4().hex[:8]}", **fields}
-    response = httpx.post(f"{server.url}/admin/keys", json=body, timeout=10)
-    assert response.status_code == 201, response.text
-    created: dict[str, Any] = response.json()
-    return created
 
 
 def stored_history(server: GatewayServer, user: str) -> list[str]:

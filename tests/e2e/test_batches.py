@@ -6,7 +6,6 @@ against the fake upstream."""
 import json
 import sqlite3
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +17,7 @@ from playwright.sync_api import Page, expect
 
 from tests.browser import chromium_page, shot
 from tests.fakes.base import FakeUpstream, Recorded, Reply
+from tests.keys import mint
 from tests.polling import wait_for
 from tests.server import GatewayServer
 
@@ -53,14 +53,6 @@ def server(
     ).start()
     yield gateway
     gateway.stop()
-
-
-def mint(server: GatewayServer, **fields: Any) -> dict[str, Any]:
-    body = {"name": "batch key", "user": f"user-{uuid.uuid4().hex[:8]}", **fields}
-    response = httpx.post(f"{server.url}/admin/keys", json=body, timeout=10)
-    assert response.status_code == 201, response.text
-    created: dict[str, Any] = response.json()
-    return created
 
 
 def sdk(server: GatewayServer, key: str) -> openai.OpenAI:

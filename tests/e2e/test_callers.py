@@ -7,7 +7,6 @@ on two workers, overshoot its budget and its tokens per minute by at most one ca
 import json
 import sqlite3
 import time
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,6 +16,7 @@ import httpx
 import pytest
 
 from tests.fakes.base import FakeUpstream, Recorded, Reply
+from tests.keys import mint
 from tests.polling import wait_for
 from tests.server import GatewayServer
 from tests.upstreams import fake_base_url
@@ -64,14 +64,6 @@ def server(
     ).start()
     yield gateway
     gateway.stop()
-
-
-def mint(server: GatewayServer, **fields: Any) -> dict[str, Any]:
-    body = {"name": "callers", "user": f"user-{uuid.uuid4().hex[:8]}", **fields}
-    response = httpx.post(f"{server.url}/admin/keys", json=body, timeout=10)
-    assert response.status_code == 201, response.text
-    created: dict[str, Any] = response.json()
-    return created
 
 
 def chat(server: GatewayServer, key: str, model: str, **body: Any) -> httpx.Response:

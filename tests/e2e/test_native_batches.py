@@ -11,11 +11,12 @@ from typing import Any
 import anthropic
 import pytest
 
-from tests.e2e.test_batches import chat_line, ended, mint, read_file, sdk, submit
+from tests.e2e.test_batches import chat_line, ended, read_file, sdk, submit
 from tests.fakes.anthropic_upstream import AnthropicUpstream
 from tests.fakes.base import FakeUpstream, Recorded, Reply
 from tests.fakes.batches import BatchStore
 from tests.fakes.openai_upstream import OpenAIUpstream
+from tests.keys import mint
 from tests.polling import wait_for
 from tests.server import GatewayServer
 
