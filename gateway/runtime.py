@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from inference.evaluations.spec import Plan
     from inference.memory.store import Memory
     from inference.reconciliation.records import Reconciliation
+    from inference.serving.batchline import BatchLines
 
 logger = logging.getLogger("gateway.config")
 
@@ -78,6 +79,14 @@ class Runtime:
 
         runner = BatchRunner(lambda: self.holder.config, self.engine, batch_lines)
         self.engine.services.add(asyncio.ensure_future(runner.run()))
+
+    @property
+    def openai_batch_lines(self) -> "dict[str, BatchLines]":
+        """What answers the lines of ``/v1/batches``, by path (the dialects' registry)."""
+        # Imported here: the runtime is imported before Django's apps (and models) load.
+        from inference.dialects.registry import openai_batch_lines
+
+        return openai_batch_lines()
 
     @property
     def automation(self) -> "Automation":

@@ -48,6 +48,15 @@ def batch_lines(path: str) -> BatchLines | None:
     return None
 
 
+def openai_batch_lines() -> dict[str, BatchLines]:
+    """What answers the lines ``/v1/batches`` runs, by the path they are requests to."""
+    return {
+        dialect.batch_lines.path: dialect.batch_lines
+        for dialect in DIALECTS
+        if dialect.batch_lines is not None and dialect.batch_lines.openai
+    }
+
+
 def without_secrets(uri: str) -> str:
     """A request's path and query without the credentials its dialect reads from the
     query (what may be logged of it)."""

@@ -13,6 +13,8 @@ from inference.providers.base import Provider, ProviderError
 
 # What a provider batch may take before it ends: OpenAI's one window.
 COMPLETION_WINDOW = "24h"
+# The path of OpenAI's chat completions as its Batch API names the lines' endpoint.
+_CHAT_PATH = "/v1/chat/completions"
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class OpenAIBatches:
 
     async def send(self, bodies: dict[str, dict[str, Any]]) -> str:
         lines = [
-            {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions", "body": body}
+            {"custom_id": custom_id, "method": "POST", "url": _CHAT_PATH, "body": body}
             for custom_id, body in bodies.items()
         ]
         data = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
@@ -81,7 +83,7 @@ class OpenAIBatches:
             f"{self.base}/batches",
             json={
                 "input_file_id": uploaded.json()["id"],
-                "endpoint": "/v1/chat/completions",
+                "endpoint": _CHAT_PATH,
                 "completion_window": COMPLETION_WINDOW,
             },
         )

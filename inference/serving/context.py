@@ -9,6 +9,7 @@ from agents.snapshot import ConfigHolder
 from core.requestlog import RequestLog
 from inference.engine import Engine
 from inference.money.keys import KeyGrant
+from inference.serving.batchline import BatchLines
 from inference.serving.dialect import Dialect
 from inference.telemetry.spans import Span
 
@@ -16,6 +17,11 @@ from inference.telemetry.spans import Span
 class InferenceRuntime(Protocol):
     holder: ConfigHolder
     engine: Engine
+
+    @property
+    def openai_batch_lines(self) -> dict[str, BatchLines]:
+        """What answers the lines of /v1/batches, by path (inference.dialects.registry)."""
+        ...
 
 
 class InferenceRequest(HttpRequest):

@@ -11,11 +11,12 @@ from inference.batches import records
 from inference.batches.creation import start_batch
 from inference.batches.validation import read_jsonl
 from inference.database import in_database
-from inference.dialects.batches.wire import ENDPOINTS, BatchIn, batch_list, batch_object
+from inference.dialects.batches.wire import BatchIn, batch_list, batch_object
 from inference.files import storage
 from inference.files.records import file_of
 from inference.models import Batch
 from inference.neutral.errors import ApiError, invalid_request
+from inference.serving.batchline import BatchLines
 from inference.serving.context import InferenceRequest
 from inference.serving.owner import owner
 from inference.serving.routes import dialect_api
@@ -25,15 +26,23 @@ api = dialect_api("batches", lambda path: "input_file_id, endpoint and completio
 MAX_PAGE = 100
 
 
-@api.post("/v1/batches")
-async def create_batch(request: InferenceRequest, payload: BatchIn) -> HttpResponse:
-    config, user_id = owner(request)
-    if payload.endpoint not in ENDPOINTS:
+def _lines_to(request: InferenceRequest, endpoint: str) -> BatchLines:
+    """What answers a line to ``endpoint``, as the dialect owning that path declares it."""
+    answering = request.runtime.openai_batch_lines
+    lines = answering.get(endpoint)
+    if lines is None:
         raise invalid_request(
-            f"endpoint must be one of {', '.join(ENDPOINTS)}",
+            f"endpoint must be one of {', '.join(answering)}",
             param="endpoint",
             code="invalid_value",
         )
+    return lines
+
+
+@api.post("/v1/batches")
+async def create_batch(request: InferenceRequest, payload: BatchIn) -> HttpResponse:
+    config, user_id = owner(request)
+    lines = _lines_to(request, payload.endpoint)
     if payload.completion_window != "24h":
         raise invalid_request(
             "completion_window must be 24h", param="completion_window", code="invalid_value"
@@ -50,7 +59,7 @@ async def create_batch(request: InferenceRequest, payload: BatchIn) -> HttpRespo
         read_jsonl(data),
         dialect="openai",
         endpoint=payload.endpoint,
-        embedders=ENDPOINTS[payload.endpoint],
+        embedders=lines.embedders,
         user_id=user_id,
         key=request.api_key,
         config=config,

@@ -7,9 +7,6 @@ from typing import Any
 from inference.models import Batch
 from inference.neutral.body import Lenient
 
-# The endpoints a batch runs, and whether their models are embedders.
-ENDPOINTS = {"/v1/chat/completions": False, "/v1/responses": False, "/v1/embeddings": True}
-
 
 class BatchIn(Lenient):
     input_file_id: str
