@@ -314,6 +314,21 @@ def test_cancel_stops_new_lines_and_the_ended_ones_are_delivered(
     assert {line["error"]["code"] for line in unsent} == {"batch_cancelled"}
 
 
+def test_an_endpoint_no_dialect_batches_is_400_naming_those_that_do(
+    server: GatewayServer,
+) -> None:
+    client = sdk(server, mint(server)["key"])
+
+    for endpoint in ("/v1/completions", "/v1/messages"):
+        with pytest.raises(openai.BadRequestError) as refused:
+            submit(client, [chat_line("x", "hi")], endpoint=endpoint)
+        error = refused.value.body
+        assert isinstance(error, dict) and error["param"] == "endpoint"
+        assert error["message"] == (
+            "endpoint must be one of /v1/chat/completions, /v1/responses, /v1/embeddings"
+        )
+
+
 def test_another_users_batch_is_not_found(server: GatewayServer) -> None:
     owner = sdk(server, mint(server)["key"])
     other = sdk(server, mint(server)["key"])
