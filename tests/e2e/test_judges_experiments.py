@@ -515,7 +515,7 @@ def test_judges_wait_for_nothing_and_shutdown_lets_quick_ones_finish_and_cancels
     )
     verdict = json.dumps({"accuracy": {"score": 5, "reasoning": "Fine."}})
     # The quick judge answers well after the reply, and well within the 5 s shutdown grace.
-    for model, delay in (("quick-model", 3.0), ("slow-model", 60.0)):
+    for model, delay in (("quick-model", 1.5), ("slow-model", 60.0)):
         openai_fake.answer_when(
             lambda recorded, model=model: recorded.body.get("model") == model,
             Reply.of_text(verdict, delay=delay),
