@@ -267,7 +267,9 @@ def test_replaying_recorded_turns_gives_the_scripted_figures_and_bills_no_user(
         assert entry["mean_cost_usd"] == pytest.approx(figures["cost"], rel=1e-6)
         if whose == "original":
             assert (entry["win"], entry["tie"], entry["loss"]) == (None, None, None)
-            assert entry["mean_latency_ms"] == pytest.approx(recorded_latency, abs=0.051)  # to 0.1 ms
+            assert entry["mean_latency_ms"] == pytest.approx(
+                recorded_latency, abs=0.051
+            )  # to 0.1 ms
         else:
             assert (entry["win"], entry["tie"], entry["loss"]) == (
                 figures["win"],
