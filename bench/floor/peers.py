@@ -9,8 +9,8 @@ trace store, 40 history messages replayed; one process), and the peers, one proc
 - ``portkey``: ``@portkey-ai/gateway`` (the version ``bench/peers/package.json`` pins) on
   node, ``--headless``, stateless: every request names the provider and the fake's URL in
   its ``x-portkey-provider`` and ``x-portkey-custom-host`` headers. Installed on the first
-  run with ``npm ci --prefix bench/peers``. Its streams fail on node 20, so its stream
-  cells are not measured;
+  run with ``npm ci --prefix bench/peers``. Its streams fail on node 20 (HTTP 500): one
+  streamed request is tried first, and when it fails its stream cells are not measured;
 - ``litellm`` (``--litellm``): LiteLLM's proxy (``--litellm-workers``, one by default)
   with a ``model_list`` naming the fake (``openai/m`` at its ``api_base``) and a master
   key; installed on the first run into ``.venv-litellm`` from the hash-locked
@@ -41,11 +41,23 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+import httpx
 
 from bench.floor import production
 from bench.floor.memory import server_rss_mb
-from bench.harness.load import STORED_TURNS, Cell, Target, interleave, percentile, prefill, say
+from bench.harness.load import (
+    STORED_TURNS,
+    Cell,
+    Target,
+    body,
+    interleave,
+    percentile,
+    prefill,
+    say,
+)
 from bench.harness.processes import floor, mint_keys, start_process, stop_process
 from tests.server import PROJECT_DIR, GatewayServer, free_port
 
@@ -54,9 +66,14 @@ PEERS = PROJECT_DIR / "bench" / "peers"
 PORTKEY = "@portkey-ai/gateway"
 LITELLM_LOCK = PEERS / "requirements-litellm.txt"
 LITELLM_VENV = PROJECT_DIR / ".venv-litellm"
-NOT_STREAMED = "its streams fail on node 20"
 
 Results = dict[tuple[str, bool, int], Cell]
+
+
+@dataclass(frozen=True)
+class Peer:
+    target: Target
+    about: str  # what runs: its version, and why its streams are not measured if they are not
 
 
 class Skipped(Exception):
@@ -73,30 +90,32 @@ def main() -> None:
     parser.add_argument("--node", default=shutil.which("node"), help="the node that runs Portkey")
     options = parser.parse_args()
     rounds, seconds = (1, 1.5) if options.quick else (options.rounds, options.seconds)
-    skipped: dict[str, str] = {}
+    about: list[str] = []
     with tempfile.TemporaryDirectory() as directory, floor() as base, ExitStack() as stack:
         workdir = Path(directory)
         gateway = stack.enter_context(production_gateway(workdir, base.upstream))
         targets = [base.direct, base.relay, gateway]
         # Started on entering: a peer's context manager installs it, then starts it.
-        peers: dict[str, AbstractContextManager[Target]] = {
+        peers: dict[str, AbstractContextManager[Peer]] = {
             "portkey": portkey(options.node, base.upstream, workdir)
         }
         if options.litellm:
             peers["litellm"] = litellm(base.upstream, workdir, options.litellm_workers)
         for name, peer in peers.items():
             try:
-                targets.append(stack.enter_context(peer))
+                started = stack.enter_context(peer)
             except Skipped as error:
-                skipped[name] = str(error)
-                say(f"{name} skipped: {error}")
+                about.append(f"{name}: not measured: {error}")
+                say(about[-1])
+                continue
+            targets.append(started.target)
+            about.append(started.about)
         say(f"storing {STORED_TURNS} turns for each of {max(CLIENTS)} users")
         asyncio.run(prefill(gateway, max(CLIENTS)))
         results = asyncio.run(interleave(targets, CLIENTS, rounds, seconds))
         memory = {target.name: sum(server_rss_mb(target.pid).values()) for target in targets}
+    print("\n" + "\n".join(about))
     report(targets, results, memory, rounds, seconds)
-    for name, reason in skipped.items():
-        print(f"{name}: not measured: {reason}")
 
 
 @contextmanager
@@ -114,8 +133,9 @@ def production_gateway(workdir: Path, upstream: str) -> Iterator[Target]:
 
 
 @contextmanager
-def portkey(node: str | None, upstream: str, workdir: Path) -> Iterator[Target]:
-    """Portkey's gateway on node, stateless, calling the fake through its custom host."""
+def portkey(node: str | None, upstream: str, workdir: Path) -> Iterator[Peer]:
+    """Portkey's gateway on node, stateless, calling the fake through its custom host;
+    its streams measured only if a streamed request succeeds (they fail on node 20)."""
     if node is None:
         raise Skipped("no node on PATH (--node)")
     start_script = install_portkey()
@@ -128,8 +148,14 @@ def portkey(node: str | None, upstream: str, workdir: Path) -> Iterator[Target]:
             "x-portkey-custom-host": upstream,
             "Authorization": "Bearer sk-bench",
         }
-        url = f"http://127.0.0.1:{port}/v1"
-        yield Target("portkey", url, process.pid, sends=headers, streams=False)
+        target = Target("portkey", f"http://127.0.0.1:{port}/v1", process.pid, sends=headers)
+        version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout
+        about = f"portkey: {PORTKEY} {pinned_portkey()} on node {version.strip()}"
+        failure = stream_failure(target)
+        if failure is not None:
+            target = replace(target, streams=False)
+            about += f"; streams not measured: {failure}"
+        yield Peer(target, about)
     finally:
         stop_process(process)
 
@@ -137,7 +163,7 @@ def portkey(node: str | None, upstream: str, workdir: Path) -> Iterator[Target]:
 def install_portkey() -> Path:
     """The start script of the pinned Portkey gateway, installed first (``npm ci``, from
     ``bench/peers/package-lock.json``) when it is not there or not the pinned version."""
-    wanted = json.loads((PEERS / "package.json").read_text())["dependencies"][PORTKEY]
+    wanted = pinned_portkey()
     package = PEERS / "node_modules" / PORTKEY / "package.json"
     if not package.exists() or json.loads(package.read_text())["version"] != wanted:
         npm = shutil.which("npm")
@@ -153,8 +179,28 @@ def install_portkey() -> Path:
     return package.parent / start_script
 
 
+def pinned_portkey() -> str:
+    version: str = json.loads((PEERS / "package.json").read_text())["dependencies"][PORTKEY]
+    return version
+
+
+def stream_failure(target: Target) -> str | None:
+    """Why a streamed request to ``target`` fails, or None when it is answered."""
+    request = body(0, 0, stream=True)
+    try:
+        with httpx.stream(
+            "POST", f"{target.url}/chat/completions", json=request, headers=target.headers(0)
+        ) as response:
+            text = response.read().decode(errors="replace")
+    except httpx.HTTPError as error:
+        return f"a streamed request failed: {error!r}"
+    if response.status_code != 200 or "[DONE]" not in text:
+        return f"a streamed request answered {response.status_code} {text[:200]!r}"
+    return None
+
+
 @contextmanager
-def litellm(upstream: str, workdir: Path, workers: int) -> Iterator[Target]:
+def litellm(upstream: str, workdir: Path, workers: int) -> Iterator[Peer]:
     """LiteLLM's proxy with the fake as its one model, ``bench``, and a master key."""
     executable = install_litellm()
     master_key = f"sk-bench-{secrets.token_hex(16)}"
@@ -174,7 +220,8 @@ def litellm(upstream: str, workdir: Path, workers: int) -> Iterator[Target]:
     process = start(command, env, port, workdir, "litellm", wait=180)
     try:
         sends = {"Authorization": f"Bearer {master_key}"}
-        yield Target("litellm", f"http://127.0.0.1:{port}/v1", process.pid, sends=sends)
+        target = Target("litellm", f"http://127.0.0.1:{port}/v1", process.pid, sends=sends)
+        yield Peer(target, f"litellm: {litellm_version()}, {workers} worker(s)")
     finally:
         stop_process(process)
 
@@ -197,6 +244,13 @@ def install_litellm() -> Path:
             raise Skipped(f"installing LiteLLM failed: {done.stderr.strip()[-500:]}")
     stamp.write_text(digest)
     return LITELLM_VENV / "bin" / "litellm"
+
+
+def litellm_version() -> str:
+    python = str(LITELLM_VENV / "bin" / "python")
+    code = "from importlib.metadata import version; print(version('litellm'))"
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    return f"LiteLLM {done.stdout.strip()}"
 
 
 def start(
@@ -235,7 +289,7 @@ def report(
                 mode = "stream" if stream else "json"
                 print(f"{target.name:8} {mode:6} {clients:7d} ", end="")
                 if stream and not target.streams:
-                    print(f"not measured ({NOT_STREAMED})")
+                    print("not measured")
                     continue
                 print(
                     f"{cell.rate:8.1f} {percentile(cell.latencies, 0.5):7.2f} "
@@ -267,12 +321,12 @@ def report_added_latency(servers: list[Target], results: Results) -> None:
     print("\nadded latency over calling the upstream directly, 1 client (ms):")
     for target in servers:
         p50, p99 = (at(target.name, False, q) - at("direct", False, q) for q in (0.5, 0.99))
-        line = f"  {target.name:8} json p50 {p50:+6.2f}  p99 {p99:+6.2f}   "
+        line = f"  {target.name:8} json p50 {p50:+7.2f}  p99 {p99:+7.2f}   "
         if target.streams:
             first = at(target.name, True, 0.5, True) - at("direct", True, 0.5, True)
-            line += f"stream first byte p50 {first:+6.2f}"
+            line += f"stream first byte p50 {first:+7.2f}"
         else:
-            line += f"stream not measured ({NOT_STREAMED})"
+            line += "stream not measured"
         print(line)
 
 
