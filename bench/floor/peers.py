@@ -136,8 +136,10 @@ def production_gateway(workdir: Path, upstream: str) -> Iterator[Target]:
 def portkey(node: str | None, upstream: str, workdir: Path) -> Iterator[Peer]:
     """Portkey's gateway on node, stateless, calling the fake through its custom host;
     its streams measured only if a streamed request succeeds (they fail on node 20)."""
-    if node is None:
-        raise Skipped("no node on PATH (--node)")
+    found = shutil.which(node) if node else None
+    if found is None:
+        raise Skipped(f"no node at {node!r} (--node)" if node else "no node on PATH (--node)")
+    node = found
     start_script = install_portkey()
     port = free_port()
     command = [node, str(start_script), f"--port={port}", "--headless"]
