@@ -119,13 +119,21 @@ async def one_request(
         cell.overheads.append(float(overhead))
 
 
-async def run_slice(target: Target, clients: int, stream: bool, seconds: float, cell: Cell) -> None:
-    """``clients`` concurrent clients, each sending one request after the other."""
+async def run_slice(
+    target: Target,
+    clients: int,
+    stream: bool,
+    seconds: float,
+    cell: Cell,
+    requests: int = MAX_REQUESTS_PER_SLICE,
+) -> None:
+    """``clients`` concurrent clients, each sending one request after the other, for
+    ``seconds`` or ``requests`` requests, whichever ends first."""
     connector = aiohttp.TCPConnector(limit=clients)
     timeout = aiohttp.ClientTimeout(total=60)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         await one_request(session, target, body(0, 0, stream), Cell())  # open a connection
-        counter = iter(range(MAX_REQUESTS_PER_SLICE))
+        counter = iter(range(requests))
         cpu_before, started = tree_cpu(target.pid), time.perf_counter()
         deadline = started + seconds
 
