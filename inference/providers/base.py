@@ -107,8 +107,10 @@ UNREADABLE = (KeyError, IndexError, TypeError, ValueError, AttributeError)
 
 class Provider:
     """One configured provider, speaking one wire format. Subclasses declare the wire
-    format they speak (``wire``; the kinds of it are in ``core.providerkinds``) and implement ``complete_once`` and ``stream_events``, and
-    ``embed_once`` where the format serves embeddings, ``count_tokens`` where it counts.
+    format they speak (``wire``; the kinds of it are in ``core.providerkinds``) and
+    implement ``complete_once`` and ``stream_call`` (what a streamed call sends, and the
+    decoder of its events: ``inference.providers.streaming``), and ``embed_once`` where
+    the format serves embeddings, ``count_tokens`` where it counts.
 
     Each call is timed by phase (``providers.<name>.timeout``): connecting, the first byte
     of the response, the gap between two stream events, and the call as a whole."""
