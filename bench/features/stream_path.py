@@ -136,7 +136,7 @@ class _ReadWatch:
                         watch.layers.append(layers)
                 yield chunk
 
-        httpx.Response.aiter_raw = aiter_raw  # type: ignore[method-assign]
+        httpx.Response.aiter_raw = aiter_raw  # type: ignore[method-assign, assignment]
 
 
 def _our_generators(frame: Any) -> list[str] | None:
