@@ -29,12 +29,21 @@ from django.db.models.sql import InsertQuery
 DATABASE_THREADS = 3
 MAX_CHUNK = 64  # rows in one INSERT of one placeholder per cell
 _threads = ThreadPoolExecutor(max_workers=DATABASE_THREADS, thread_name_prefix="database")
+_calls = 0  # made by this process (from its event loop)
 
 
 async def in_database[**P, R](function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    global _calls
+    _calls += 1
     work = functools.partial(_with_usable_connection, function, *args, **kwargs)
     context = contextvars.copy_context()
     return await asyncio.get_running_loop().run_in_executor(_threads, context.run, work)
+
+
+def calls_made() -> int:
+    """How many calls this process made to the database threads (each a round trip from
+    the event loop: ``bench.features.statements`` counts them per request)."""
+    return _calls
 
 
 def _with_usable_connection[**P, R](
