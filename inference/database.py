@@ -134,10 +134,15 @@ def _insert_statement(vendor: str, model: type[Model], count: int, ids: bool) ->
     return _Insert(statement, fields, columnar=count > 1 and len(params) == len(fields))
 
 
-def lock_until_commit(name: str) -> None:
-    """Serialize the transactions that take the lock ``name`` (a user's or a key's budget
-    checks, a user's memory writes) across processes until the transaction ends."""
+def lock_until_commit(*names: str) -> None:
+    """Serialize the transactions that take the locks ``names`` (a user's or a key's budget
+    checks, a user's memory writes) across processes until the transaction ends, taken in
+    the order given, in one statement."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [name])
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(name, 0)) "
+                "FROM unnest(%s::text[]) AS name",
+                [list(names)],
+            )
     # SQLite: the transaction began IMMEDIATE (settings), holding the database's write lock.

@@ -64,9 +64,8 @@ def admit(
         return None
     tokens = min(MAX_RESERVATION, estimate.total_tokens)
     with transaction.atomic():
-        lock_until_commit(f"budget:{caller.user_id}")
-        if limited_key is not None:
-            lock_until_commit(f"key:{limited_key.id}")
+        key_lock = [f"key:{limited_key.id}"] if limited_key is not None else []
+        lock_until_commit(f"budget:{caller.user_id}", *key_lock)
         for held, spent in finished:
             BudgetReservation.objects.filter(id=held).update(
                 tokens=spent.total_tokens, micro_usd=spent.cost_micro_usd or 0
@@ -75,7 +74,6 @@ def admit(
             check_key_valid(key.id, now)
         if not caller.limited:
             return None
-        BudgetReservation.objects.filter(user_id=caller.user_id, expires_at__lte=now).delete()
         check_budgets(caller.user_id, caller.caps, now)
         if limited_key is not None:
             check_key(limited_key, tokens if request else 0, now, request=request)
