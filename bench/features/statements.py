@@ -20,7 +20,9 @@ Turns, each user's conversation prefilled with 20 turns:
 - ``first``: the first turn this process serves of a conversation another process
   stored;
 - ``json, 2000 turns stored``: a hot conversation of 4,000 stored messages (the replay
-  still the newest 40).
+  still the newest 40);
+- ``json, a key with limits``: a hot conversation whose key has a budget and requests and
+  tokens per minute (admitted, and its tokens reserved, before the model call).
 
 A request's key is looked up at most once a second (``inference.serving.auth``) and its
 record is written with the others of that second (the writer's deferred group): both are
@@ -47,6 +49,7 @@ from typing import Any, cast
 
 PREFILLED_TURNS = 20
 LONG, LONG_TURNS = "bench-user-long", 2000  # a long conversation: 4,000 rows stored
+LIMITED = "bench-user-limited"  # its key has limits: every turn is admitted and reserved
 _TABLE = re.compile(r'(?:FROM|INTO|UPDATE)\s+"?(\w+)"?', re.IGNORECASE)
 
 
@@ -211,10 +214,13 @@ class Client:
 
 
 async def _minted(user: str) -> str:
+    """A key of ``user``; with limits (a budget, requests and tokens per minute, none of
+    them reached) for ``LIMITED``."""
     from inference.database import in_database
     from inference.money.keys import KeySpec, create_key
 
-    _, key = await in_database(create_key, KeySpec(name="bench", user=user))
+    limits = {"budget_usd": 1000, "rpm": 100_000, "tpm": 10**9} if user == LIMITED else {}
+    _, key = await in_database(create_key, KeySpec(name="bench", user=user, **limits))
     return key
 
 
@@ -282,6 +288,12 @@ async def _served(requests: int) -> dict[str, Any]:
             for _ in range(requests):
                 await client.turn(LONG)
         results[f"json, {LONG_TURNS} turns stored"] = long.per(requests)
+        for _ in range(PREFILLED_TURNS):
+            await client.turn(LIMITED)
+        with counting.into(Tally()) as limited:
+            for _ in range(requests):
+                await client.turn(LIMITED)
+        results["json, a key with limits"] = limited.per(requests)
         await asyncio.sleep(1.1)  # the key's grant is trusted for a second
         with counting.into(Tally()) as lookup:
             await client.turn(hot)
