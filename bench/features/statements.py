@@ -219,8 +219,10 @@ async def _minted(user: str) -> str:
     from inference.database import in_database
     from inference.money.keys import KeySpec, create_key
 
-    limits = {"budget_usd": 1000, "rpm": 100_000, "tpm": 10**9} if user == LIMITED else {}
-    _, key = await in_database(create_key, KeySpec(name="bench", user=user, **limits))
+    spec = KeySpec(name="bench", user=user)
+    if user == LIMITED:
+        spec = KeySpec(name="bench", user=user, budget_usd=1000, rpm=100_000, tpm=10**9)
+    _, key = await in_database(create_key, spec)
     return key
 
 
