@@ -22,7 +22,9 @@ Turns, each user's conversation prefilled with 20 turns:
 - ``json, 2000 turns stored``: a hot conversation of 4,000 stored messages (the replay
   still the newest 40);
 - ``json, a key with limits``: a hot conversation whose key has a budget and requests and
-  tokens per minute (admitted, and its tokens reserved, before the model call).
+  tokens per minute (admitted, and its tokens reserved, before the model call);
+- ``json, caps per hour and day``: a hot conversation whose requests cap the user's
+  tokens per hour and per day (``metadata``), likewise admitted and reserved.
 
 A request's key is looked up at most once a second (``inference.serving.auth``) and its
 record is written with the others of that second (the writer's deferred group): both are
@@ -50,6 +52,7 @@ from typing import Any, cast
 PREFILLED_TURNS = 20
 LONG, LONG_TURNS = "bench-user-long", 2000  # a long conversation: 4,000 rows stored
 LIMITED = "bench-user-limited"  # its key has limits: every turn is admitted and reserved
+CAPPED = "bench-user-capped"  # its requests cap its tokens per hour and per day
 _TABLE = re.compile(r'(?:FROM|INTO|UPDATE)\s+"?(\w+)"?', re.IGNORECASE)
 
 
@@ -206,6 +209,8 @@ class Client:
             "model": "bench",
             "messages": [{"role": "user", "content": f"question {self.asked} of a benchmark"}],
         }
+        if user == CAPPED:
+            body["metadata"] = {"tokens_per_hour": "1000000000", "tokens_per_day": "1000000000"}
         if stream:
             body |= {"stream": True, "stream_options": {"include_usage": True}}
         response = await self.http.post("/v1/chat/completions", json=body, headers=headers)
@@ -296,6 +301,12 @@ async def _served(requests: int) -> dict[str, Any]:
             for _ in range(requests):
                 await client.turn(LIMITED)
         results["json, a key with limits"] = limited.per(requests)
+        for _ in range(PREFILLED_TURNS):
+            await client.turn(CAPPED)
+        with counting.into(Tally()) as capped:
+            for _ in range(requests):
+                await client.turn(CAPPED)
+        results["json, caps per hour and day"] = capped.per(requests)
         await asyncio.sleep(1.1)  # the key's grant is trusted for a second
         with counting.into(Tally()) as lookup:
             await client.turn(hot)

@@ -61,16 +61,17 @@ def assert_each_turn_reads_and_writes_once(results: dict[str, Any]) -> None:
         assert turn["statements"] <= 6, (kind, turn)
         assert turn["calls"] <= 2.5, (kind, turn)
         assert turn["health_checks"] <= 0.5, (kind, turn)
-    limited = results["json, a key with limits"]
-    statements = limited["by_statement"]
-    # The key's usage (its reservations and its ledger rows) in one statement; the
-    # reservation made before the call, deleted with the expired ones as the turn settles.
-    assert "SELECT inference_ledgerentry" not in statements, limited
-    assert statements["SELECT inference_budgetreservation"] == 1, limited
-    assert statements["INSERT inference_budgetreservation"] == 1, limited
-    assert statements["DELETE inference_budgetreservation"] == 1, limited
-    assert limited["statements"] <= 10, limited
-    assert limited["calls"] <= 2.5, limited
+    for kind in ("json, a key with limits", "json, caps per hour and day"):
+        limited = results[kind]
+        statements = limited["by_statement"]
+        # The usage (the reservations and the ledger rows) in one statement; the
+        # reservation made before the call, deleted with expired ones as the turn settles.
+        assert "SELECT inference_ledgerentry" not in statements, (kind, limited)
+        assert statements["SELECT inference_budgetreservation"] == 1, (kind, limited)
+        assert statements["INSERT inference_budgetreservation"] == 1, (kind, limited)
+        assert statements["DELETE inference_budgetreservation"] == 1, (kind, limited)
+        assert limited["statements"] <= 10, (kind, limited)
+        assert limited["calls"] <= 2.5, (kind, limited)
 
 
 def test_a_turn_makes_five_statements_in_two_database_calls() -> None:
