@@ -81,10 +81,13 @@ class ApiHandler(ASGIHandler):
                 if len(failures.exceptions) == 1:
                     raise failures.exceptions[0] from None
                 raise
+            finally:
+                # Closing a stream finishes its request's log and record
+                # (``EventStream.when_done``), however sending it ended.
+                if response is not None:
+                    response.close()
             if response is None:
                 await request_finished.asend(sender=self.__class__)
-            else:
-                response.close()
 
 
 class _Answered(Exception):

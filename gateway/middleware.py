@@ -17,16 +17,13 @@ import asyncio
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator
 from functools import partial
-from typing import cast
 
 from django.http import (
     HttpRequest,
     HttpResponse,
     HttpResponseBase,
     JsonResponse,
-    StreamingHttpResponse,
 )
 
 from adminui.records import live
@@ -41,6 +38,7 @@ from inference.engine import Engine
 from inference.ledger.requests import record_requests
 from inference.neutral.errors import ApiError
 from inference.serving.dialect import Dialect
+from inference.serving.serve import EventStream
 from inference.telemetry.genai import server_attributes, status_attributes
 from inference.telemetry.names import request_span
 from inference.telemetry.spans import NO_SPAN, RequestTrace, Span
@@ -96,10 +94,8 @@ class RequestContextMiddleware(AsyncMiddleware):
         log.status, log.stream = response.status_code, response.streaming
         if dialect is not None:
             response["X-Gateway-Overhead-Ms"] = f"{_overhead_ms(started, clock):.2f}"
-        if isinstance(response, StreamingHttpResponse):
-            # Every stream the gateway serves is an async iterator (ASGI).
-            content = cast(AsyncIterator[bytes], response.streaming_content)
-            response.streaming_content = _log_when_done(content, log, started, clock, span, traffic)
+        if isinstance(response, EventStream):
+            response.when_done(partial(_finish, log, started, clock, span, traffic))
         else:
             _finish(log, started, clock, span, traffic)
         return response
@@ -110,21 +106,6 @@ class RequestContextMiddleware(AsyncMiddleware):
 CLIENT_CLOSED = 499
 # An X-Request-ID the client sends is kept when it is a plain token of at most 64 characters.
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-
-
-async def _log_when_done(
-    content: AsyncIterator[bytes],
-    log: RequestLog,
-    started: float,
-    clock: UpstreamClock,
-    span: Span,
-    traffic: LiveTraffic | None,
-) -> AsyncIterator[bytes]:
-    try:
-        async for part in content:
-            yield part
-    finally:
-        _finish(log, started, clock, span, traffic)
 
 
 def _finish(

@@ -30,6 +30,8 @@ class Target:
     keys: tuple[str, ...] = ()  # an API key per user (bench-user-N), where it needs one
     # What request ``index`` of ``user`` asks (None: question <index> of a benchmark).
     question: Callable[[int, int], str] | None = None
+    sends: dict[str, str] = field(default_factory=dict)  # headers of every request (a peer's)
+    streams: bool = True  # False: its streams are not measured (a peer whose streams fail)
 
     def asks(self, user: int, index: int) -> str:
         if self.question is None:
@@ -37,9 +39,10 @@ class Target:
         return self.question(user, index)
 
     def headers(self, user: int) -> dict[str, str] | None:
-        if not self.keys:
-            return None
-        return {"Authorization": f"Bearer {self.keys[user % len(self.keys)]}"}
+        headers = dict(self.sends)
+        if self.keys:
+            headers["Authorization"] = f"Bearer {self.keys[user % len(self.keys)]}"
+        return headers or None
 
 
 @dataclass
@@ -116,13 +119,21 @@ async def one_request(
         cell.overheads.append(float(overhead))
 
 
-async def run_slice(target: Target, clients: int, stream: bool, seconds: float, cell: Cell) -> None:
-    """``clients`` concurrent clients, each sending one request after the other."""
+async def run_slice(
+    target: Target,
+    clients: int,
+    stream: bool,
+    seconds: float,
+    cell: Cell,
+    requests: int = MAX_REQUESTS_PER_SLICE,
+) -> None:
+    """``clients`` concurrent clients, each sending one request after the other, for
+    ``seconds`` or ``requests`` requests, whichever ends first."""
     connector = aiohttp.TCPConnector(limit=clients)
     timeout = aiohttp.ClientTimeout(total=60)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         await one_request(session, target, body(0, 0, stream), Cell())  # open a connection
-        counter = iter(range(MAX_REQUESTS_PER_SLICE))
+        counter = iter(range(requests))
         cpu_before, started = tree_cpu(target.pid), time.perf_counter()
         deadline = started + seconds
 
@@ -162,7 +173,8 @@ async def interleave(
     targets: list[Target], clients: tuple[int, ...], rounds: int, seconds: float
 ) -> dict[tuple[str, bool, int], Cell]:
     """Warm each target up, then measure them in interleaved slices: each round starts
-    with another target, so a drift of the machine spreads over all of them."""
+    with another target, so a drift of the machine spreads over all of them. The stream
+    cells of a target that does not stream stay empty."""
     for target in targets:
         await run_slice(target, 16, False, 0.5, Cell())
     results = {
@@ -177,6 +189,8 @@ async def interleave(
             for round_number in range(rounds):
                 shift = round_number % len(targets)
                 for target in targets[shift:] + targets[:shift]:
+                    if stream and not target.streams:
+                        continue
                     await run_slice(
                         target, count, stream, seconds, results[(target.name, stream, count)]
                     )

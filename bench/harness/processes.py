@@ -52,9 +52,9 @@ def floor(fake_options: Sequence[str] = ()) -> Iterator[Floor]:
                 Target("relay", f"http://127.0.0.1:{relay_port}/v1", relay.pid),
             )
         finally:
-            _stop(relay)
+            stop_process(relay)
     finally:
-        _stop(fake)
+        stop_process(fake)
 
 
 @contextmanager
@@ -75,22 +75,32 @@ def gateways(
             server.stop()
 
 
-def start_process(command: list[str], env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(
-        command, env=env, cwd=PROJECT_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+def start_process(
+    command: list[str],
+    env: dict[str, str],
+    port: int,
+    wait: float = 30,
+    log: Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """``command``, once it answers on ``port`` (within ``wait`` seconds); its output goes
+    to ``log`` (else nowhere)."""
+    with open(log or os.devnull, "wb") as output:
+        process = subprocess.Popen(
+            command, env=env, cwd=PROJECT_DIR, stdout=output, stderr=subprocess.STDOUT
+        )
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and process.poll() is None:
         try:
             httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
             return process
         except httpx.TransportError:
             time.sleep(0.1)
     process.kill()
+    process.wait()
     raise RuntimeError(f"{command} did not start listening on port {port}")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop_process(process: subprocess.Popen[bytes]) -> None:
     process.terminate()
     process.wait(timeout=10)
 
@@ -104,3 +114,22 @@ def mint_key(server: GatewayServer, user: str, *limits: str) -> str:
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, env=server.env, check=True)
     return done.stdout.strip()
+
+
+def mint_keys(server: GatewayServer, users: Sequence[str]) -> tuple[str, ...]:
+    """A new API key for each of ``users``, in order, in one process (``manage.py shell``
+    of the server's checkout): a Django start per key, as ``mint_key`` has, takes seconds
+    on a busy machine."""
+    code = (
+        "from inference.money.keys import KeySpec, create_key\n"
+        f"for user in {list(users)!r}:\n"
+        "    print(create_key(KeySpec(name='bench', user=user))[1])\n"
+    )
+    command = [server.python, str(server.project_dir / "manage.py"), "shell", "-v", "0", "-c"]
+    done = subprocess.run(
+        [*command, code], capture_output=True, text=True, env=server.env, check=True
+    )
+    keys = tuple(done.stdout.split())
+    if len(keys) != len(users):
+        raise RuntimeError(f"minted {len(keys)} keys for {len(users)} users: {done.stdout!r}")
+    return keys

@@ -99,14 +99,15 @@ class _Replayed:
         self.cache = result.cache
         self.events = self._events(result)
 
-    async def _events(self, result: CallResult) -> AsyncIterator[StreamEvent]:
+    async def _events(self, result: CallResult) -> AsyncIterator[list[StreamEvent]]:
         reply = result.reply
-        for event in replayed(reply):
-            yield event
-        yield Finish(
-            reply.finish_reason, reply.response_id, reply.response_model, reply.by_stop_sequence
-        )
-        yield UsageReport(Usage())
+        yield [
+            *replayed(reply),
+            Finish(
+                reply.finish_reason, reply.response_id, reply.response_model, reply.by_stop_sequence
+            ),
+            UsageReport(Usage()),
+        ]
 
     def so_far(self) -> Usage:
         return Usage()

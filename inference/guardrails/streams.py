@@ -58,7 +58,7 @@ class GuardedStream:
         self.tries = opened.tries
         self.cache = opened.cache
         self.result: CallResult | None = None
-        self.events: AsyncIterator[StreamEvent] = self._events()
+        self.events: AsyncIterator[list[StreamEvent]] = self._events()
         self._shown: str | None = None  # the text the client got, once the events ended
         self._stopped: Stopped | None = None
 
@@ -77,7 +77,7 @@ class GuardedStream:
         calls = tuple(self.layer.restored_call(call) for call in reply.tool_calls)
         self.result = replace(result, reply=replace(reply, text=self._shown, tool_calls=calls))
 
-    async def _events(self) -> AsyncIterator[StreamEvent]:
+    async def _events(self) -> AsyncIterator[list[StreamEvent]]:
         layer = self.layer
         window = max((guard.stream_window for guard in layer.outputs), default=0)
         holds_calls = bool(layer.loops)
@@ -89,34 +89,38 @@ class GuardedStream:
         pending = ""
         acted: list[Acted] = []
         stopped: Stopped | None = None
-        async for event in self.opened.events:
-            seen.add(event)
-            if stopped is not None:
-                continue  # the rest is read for what it spent, never shown
-            if isinstance(event, TextDelta):
-                if not window:
-                    text = restorer.feed(event.text)
-                    if text:
-                        shown.append(text)
-                        yield replace(event, text=text)
-                    continue
-                pending += event.text
-                if len(pending) < 2 * window:
-                    continue
-                pending, stopped = layer.checked_output(pending, acted, final=False)
-                if stopped is None:
-                    released, pending = pending[:-window], pending[-window:]
-                    if text := restorer.feed(released):
-                        shown.append(text)
-                        yield TextDelta(text)
-            elif isinstance(event, ToolCallDelta):
-                if holds_calls:
-                    held_calls.append(event)
-                    continue
-                arguments = call_restorers.setdefault(event.index, Restorer(layer.vault))
-                yield replace(event, arguments=arguments.feed(event.arguments))
-            else:
-                yield event
+        async for batch in self.opened.events:
+            passed: list[StreamEvent] = []
+            for event in batch:
+                seen.add(event)
+                if stopped is not None:
+                    continue  # the rest is read for what it spent, never shown
+                if isinstance(event, TextDelta):
+                    if not window:
+                        text = restorer.feed(event.text)
+                        if text:
+                            shown.append(text)
+                            passed.append(replace(event, text=text))
+                        continue
+                    pending += event.text
+                    if len(pending) < 2 * window:
+                        continue
+                    pending, stopped = layer.checked_output(pending, acted, final=False)
+                    if stopped is None:
+                        released, pending = pending[:-window], pending[-window:]
+                        if text := restorer.feed(released):
+                            shown.append(text)
+                            passed.append(TextDelta(text))
+                elif isinstance(event, ToolCallDelta):
+                    if holds_calls:
+                        held_calls.append(event)
+                        continue
+                    arguments = call_restorers.setdefault(event.index, Restorer(layer.vault))
+                    passed.append(replace(event, arguments=arguments.feed(event.arguments)))
+                else:
+                    passed.append(event)
+            if passed:
+                yield passed
         reply = seen.response()
         if stopped is None and layer.outputs:
             pending, stopped = layer.checked_output(pending, acted, final=False)
@@ -130,15 +134,19 @@ class GuardedStream:
         if stopped is not None:
             text = refusal(*stopped)
             ending = f"\n\n{text}" if shown else text
-            yield TextDelta(ending)
+            yield [TextDelta(ending)]
             self._shown, self._stopped = "".join(shown) + ending, stopped
             return
+        rest: list[StreamEvent] = []
         if text := restorer.feed(pending) + restorer.flush():
             shown.append(text)
-            yield TextDelta(text)
-        for delta in held_calls:
-            yield replace(delta, arguments=layer.vault.restore(delta.arguments))
+            rest.append(TextDelta(text))
+        rest += [
+            replace(delta, arguments=layer.vault.restore(delta.arguments)) for delta in held_calls
+        ]
         for index, arguments in call_restorers.items():
-            if rest := arguments.flush():
-                yield ToolCallDelta(index, arguments=rest)
+            if tail := arguments.flush():
+                rest.append(ToolCallDelta(index, arguments=tail))
         self._shown = "".join(shown)
+        if rest:
+            yield rest

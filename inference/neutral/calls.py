@@ -104,13 +104,14 @@ class Embedded:
 
 
 class CallStream(Protocol):
-    """A model call whose reply comes as events: ``events`` while it is open, then
+    """A model call whose reply comes as events, in batches (those of one network read
+    of the upstream come together): ``events`` while it is open, then
     ``result`` once they ended. Known from the start: who answers it (``answered_by``), in
     how many attempts (``tries``), and what the cache did; ``so_far`` is what a stream
     cut short has spent (what the provider reported, or the prompt and the text sent so
     far, estimated and priced)."""
 
-    events: AsyncIterator[StreamEvent]
+    events: AsyncIterator[list[StreamEvent]]
     result: CallResult | None
     answered_by: Answerer | None
     tries: int

@@ -1,7 +1,6 @@
 """What a dialect needs to write an answer, and what it must offer the one serve function
 (``inference.serving.serve``) that drives every dialect's response, streamed or not."""
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -20,12 +19,18 @@ class ReplyHeader:
 
 
 class ReplyFrames(Protocol):
-    """One streamed reply: its frames as the answer's events arrive, the frame that ends
+    """One streamed reply, written as its events arrive: the frames that open it, those
+    of each batch of events (nothing for some), those that end it once its events ended
+    (the turn's ``Finish`` and total ``UsageReport`` were the last), the frame that ends
     it when the turn fails after the first frame went out, and its media type."""
 
     content_type: str
 
-    def frames(self, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]: ...
+    def opening(self) -> bytes: ...
+
+    def frames(self, events: list[StreamEvent]) -> bytes: ...
+
+    async def ended(self) -> bytes: ...
 
     def failed(self, error: ApiError) -> bytes: ...
 

@@ -8,9 +8,10 @@ objects); otherwise the system-prompt instruction alone asks for JSON.
 """
 
 import json
-from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
+
+from httpx_sse import ServerSentEvent
 
 from inference.neutral.types import (
     Block,
@@ -34,10 +35,10 @@ from inference.neutral.types import (
 from inference.providers.base import (
     Provider,
     ProviderError,
-    named,
     thinking_budget,
     upstream_message,
 )
+from inference.providers.streaming import StreamCall
 from inference.providers.toolnames import LETTERS_DIGITS_DASHES
 
 API_VERSION = "2023-06-01"
@@ -117,21 +118,11 @@ class AnthropicProvider(Provider):
             by_stop_sequence=body.get("stop_reason") == "stop_sequence",
         )
 
-    async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
-        state = _StreamState(request)
+    def stream_call(self, request: ChatRequest) -> StreamCall:
         body = encode_request(request, stream=True)
-        async for event in self.post_sse(self.url, body, _beta(request), last=_MESSAGE_STOP):
-            if event.event == "ping" or not event.data:
-                continue
-            payload = self.event_json(event.data)
-            if payload.get("type") == "error":
-                raise self._stream_error(event.data, payload)
-            for item in state.events(payload):
-                yield item
-            if payload.get("type") == "message_stop":
-                return
+        return StreamCall(self.url, body, _EventDecoder(self, request), _beta(request))
 
-    def _stream_error(self, data: str, payload: dict[str, Any]) -> ProviderError:
+    def stream_error(self, data: str, payload: dict[str, Any]) -> ProviderError:
         detail = self.redact(upstream_message(data))
         error_type = (payload.get("error") or {}).get("type")
         if error_type == "overloaded_error":
@@ -199,7 +190,6 @@ def encode_request(request: ChatRequest, stream: bool) -> dict[str, Any]:
 
 
 _CHOICE_TYPES = {"auto": "auto", "required": "any", "none": "none"}
-_MESSAGE_STOP = named("message_stop")
 
 
 def _encode_tool_choice(choice: ToolChoice | None, parallel: bool | None) -> dict[str, Any]:
@@ -357,6 +347,28 @@ def _input_tokens(usage: dict[str, Any]) -> int:
         int(usage.get(name) or 0)
         for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     )
+
+
+class _EventDecoder:
+    """The Messages API's events, until ``message_stop``."""
+
+    def __init__(self, provider: AnthropicProvider, request: ChatRequest) -> None:
+        self.provider = provider
+        self.state = _StreamState(request)
+        self.ended = False
+
+    def decode(self, event: ServerSentEvent) -> list[StreamEvent]:
+        if event.event == "message_stop":
+            self.ended = True
+        if event.event == "ping" or not event.data:
+            return []
+        payload = self.provider.event_json(event.data)
+        kind = payload.get("type")
+        if kind == "error":
+            raise self.provider.stream_error(event.data, payload)
+        if kind == "message_stop":
+            self.ended = True
+        return self.state.events(payload)
 
 
 @dataclass

@@ -5,14 +5,11 @@ import json
 import math
 import re
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from contextlib import AsyncExitStack, aclosing, suppress
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource, ServerSentEvent
 
 from agents.schema import LimitsConfig, ProviderConfig
 from core import fastjson
@@ -29,16 +26,12 @@ from inference.neutral.types import (
     Document,
     EmbeddingRequest,
     Embeddings,
-    Finish,
     Message,
-    StreamEvent,
     Usage,
 )
+from inference.providers.streaming import Noted, ProviderStream, StreamCall
 from inference.providers.toolnames import ToolNameRule
 
-# How long the end of a streamed body may take after the reply's last event (it normally
-# comes with it) before the connection is given up.
-_BODY_END_WAIT = 0.5
 # Upstream statuses worth another try: the request may succeed as it is a moment later.
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 # How the providers say a prompt does not fit the model (OpenAI's code, Anthropic's
@@ -109,13 +102,15 @@ class TurnStopped(ProviderError):
 
 
 # What decoding a provider's JSON raises when a field is missing or has the wrong type.
-_UNREADABLE = (KeyError, IndexError, TypeError, ValueError, AttributeError)
+UNREADABLE = (KeyError, IndexError, TypeError, ValueError, AttributeError)
 
 
 class Provider:
     """One configured provider, speaking one wire format. Subclasses declare the wire
-    format they speak (``wire``; the kinds of it are in ``core.providerkinds``) and implement ``complete_once`` and ``stream_events``, and
-    ``embed_once`` where the format serves embeddings, ``count_tokens`` where it counts.
+    format they speak (``wire``; the kinds of it are in ``core.providerkinds``) and
+    implement ``complete_once`` and ``stream_call`` (what a streamed call sends, and the
+    decoder of its events: ``inference.providers.streaming``), and ``embed_once`` where
+    the format serves embeddings, ``count_tokens`` where it counts.
 
     Each call is timed by phase (``providers.<name>.timeout``): connecting, the first byte
     of the response, the gap between two stream events, and the call as a whole."""
@@ -125,6 +120,7 @@ class Provider:
     # Whether it embeds inputs a client tokenized itself (token arrays): only a format
     # whose tokenizer the clients use (OpenAI's).
     takes_token_arrays = False
+    unreadable_errors: tuple[type[Exception], ...] = UNREADABLE
 
     def __init__(
         self, name: str, kind: str, client: httpx.AsyncClient, settings: ProviderConfig
@@ -162,23 +158,22 @@ class Provider:
         """The whole reply; one the module cannot read is a 502, not a crash."""
         try:
             return await self.complete_once(self.readable(request))
-        except _UNREADABLE as error:
-            raise self._unreadable(error) from error
+        except UNREADABLE as error:
+            raise self.unreadable(error) from error
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """The reply as stream events; a stream cut before the reply finished is a 502."""
-        finished = False
+    async def open_stream(
+        self, request: ChatRequest, noted: Noted, held: bool = False
+    ) -> ProviderStream:
+        """The reply as a stream, read up to its first content event (``held``: to its
+        end); ``noted`` sees each batch of its events first. A stream cut before the
+        reply finished is a 502, one the module cannot read too."""
         try:
-            async with aclosing(self.stream_events(self.readable(request))) as events:
-                async for event in events:
-                    finished = finished or isinstance(event, Finish)
-                    yield event
-        except _UNREADABLE as error:
-            raise self._unreadable(error) from error
-        if not finished:
-            raise ProviderError(
-                502, f"{self.name} ended the stream before the reply was complete", retryable=True
-            )
+            call = self.stream_call(self.readable(request))
+        except UNREADABLE as error:
+            raise self.unreadable(error) from error
+        stream = ProviderStream(self, call, noted)
+        await stream.open(held)
+        return stream
 
     async def complete_once(self, request: ChatRequest) -> ChatResponse:
         raise NotImplementedError
@@ -197,8 +192,8 @@ class Provider:
         is a 502, as a call's is."""
         try:
             return self.reply_of(request, body)
-        except _UNREADABLE as error:
-            raise self._unreadable(error) from error
+        except UNREADABLE as error:
+            raise self.unreadable(error) from error
 
     @classmethod
     def embeds(cls) -> bool:
@@ -213,8 +208,8 @@ class Provider:
         """Vectors of the texts; a reply the module cannot read is a 502."""
         try:
             embeddings = await self.embed_once(request)
-        except _UNREADABLE as error:
-            raise self._unreadable(error) from error
+        except UNREADABLE as error:
+            raise self.unreadable(error) from error
         if len(embeddings.vectors) != request.count:
             raise ProviderError(
                 502,
@@ -231,10 +226,16 @@ class Provider:
             error_type="invalid_request_error",
         )
 
-    def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
+    def stream_call(self, request: ChatRequest) -> StreamCall:
+        """What a streamed call sends, and the decoder of its events."""
         raise NotImplementedError
 
-    def _unreadable(self, error: Exception) -> ProviderError:
+    def cut_short(self) -> "ProviderError":
+        return ProviderError(
+            502, f"{self.name} ended the stream before the reply was complete", retryable=True
+        )
+
+    def unreadable(self, error: Exception) -> ProviderError:
         return ProviderError(
             502, f"{self.name} sent a reply the gateway cannot read ({type(error).__name__})"
         )
@@ -250,7 +251,7 @@ class Provider:
             **(extra or {}),
         }
 
-    def _request(
+    def build(
         self, url: str, body: dict[str, Any], headers: dict[str, str] | None = None
     ) -> httpx.Request:
         """The call's HTTP request; a body over ``max_body_bytes`` is a 413, not sent."""
@@ -272,9 +273,9 @@ class Provider:
             timeout=self._http_timeout,
         )
 
-    async def _response(self, request: httpx.Request, end: float) -> httpx.Response:
+    async def opened(self, request: httpx.Request, end: float) -> httpx.Response:
         """The upstream's response, its body still to read; a failure status raised."""
-        until, phase = self._until(end, self.timeouts.first_byte, "first_byte")
+        until, phase = self.deadline(end, self.timeouts.first_byte, "first_byte")
         try:
             async with asyncio.timeout_at(until):
                 response = await self.client.send(request, stream=True)
@@ -285,7 +286,7 @@ class Provider:
                         await response.aclose()
                     raise self.failed(response.status_code, text, response.headers)
         except TimeoutError:
-            raise self._timed_out(phase) from None
+            raise self.timed_out(phase) from None
         return response
 
     async def post_json(
@@ -295,71 +296,25 @@ class Provider:
         end = asyncio.get_running_loop().time() + self.timeouts.total
         try:
             with upstream_wait():
-                response = await self._response(self._request(url, body, headers), end)
-                until, phase = self._until(end, self.timeouts.idle, "idle")
+                response = await self.opened(self.build(url, body, headers), end)
+                until, phase = self.deadline(end, self.timeouts.idle, "idle")
                 try:
                     async with asyncio.timeout_at(until):
                         content = await response.aread()
                 except TimeoutError:
-                    raise self._timed_out(phase) from None
+                    raise self.timed_out(phase) from None
                 finally:
                     await response.aclose()
         except httpx.HTTPError as error:
-            raise self._transport_error(error) from error
+            raise self.transport_error(error) from error
         try:
             data: dict[str, Any] = fastjson.loads(content)  # an object, by the API
         except ValueError as error:
             raise ProviderError(502, f"{self.name} returned a body that is not JSON") from error
         return data
 
-    async def post_sse(
-        self,
-        url: str,
-        body: dict[str, Any],
-        headers: dict[str, str] | None = None,
-        last: Callable[[ServerSentEvent], bool] | None = None,
-    ) -> AsyncIterator[ServerSentEvent]:
-        """Yield the server-sent events of a streamed call; the connection closes with the loop.
-
-        ``last`` tells the event that ends the reply (OpenAI's ``[DONE]``): the rest of the
-        body (the end of a chunked one) is read before that event is yielded, since the
-        caller stops there, and a connection whose response was not read to the end is
-        closed rather than kept for the next call. Only the waits for the upstream count
-        as upstream time, not the time the caller takes between two events."""
-        loop = asyncio.get_running_loop()
-        end = loop.time() + self.timeouts.total
-        idle = self.timeouts.idle
-        try:
-            with upstream_wait():
-                response = await self._response(self._request(url, body, headers), end)
-            # SSE is UTF-8 whatever the header says; set, httpx does not parse the header
-            # with the email package to learn it (about 1% of a streamed request's CPU).
-            response.encoding = "utf-8"
-            async with AsyncExitStack() as exits:
-                exits.push_async_callback(response.aclose)
-                events = await exits.enter_async_context(
-                    aclosing(EventSource(response).aiter_sse())
-                )
-                watch = _WaitWatch(loop)
-                exits.callback(watch.close)
-                while True:
-                    until, phase = self._until(end, idle, "idle", loop.time())
-                    try:
-                        with upstream_wait():
-                            event = await watch.next(events, until)
-                    except TimeoutError:
-                        raise self._timed_out(phase) from None
-                    if event is None:
-                        return
-                    if last is not None and last(event):
-                        with upstream_wait():
-                            await _read_to_end(events)
-                    yield event
-        except httpx.HTTPError as error:
-            raise self._transport_error(error) from error
-
     @staticmethod
-    def _until(
+    def deadline(
         end: float, seconds: float, phase: str, now: float | None = None
     ) -> tuple[float, str]:
         """When a wait of ``seconds`` must end, and the phase that ends it (``total`` when
@@ -368,7 +323,7 @@ class Provider:
             now = asyncio.get_running_loop().time()
         return (now + seconds, phase) if now + seconds < end else (end, "total")
 
-    def _timed_out(self, phase: str) -> ProviderError:
+    def timed_out(self, phase: str) -> ProviderError:
         """First byte: another try may be quicker. Idle or total: the call was answering, so
         it ends here (a model that stalls mid-reply would stall again)."""
         return ProviderError(
@@ -384,7 +339,7 @@ class Provider:
         except ValueError as error:
             raise ProviderError(502, f"{self.name} sent a stream frame that is not JSON") from error
 
-    def _transport_error(self, error: httpx.HTTPError) -> ProviderError:
+    def transport_error(self, error: httpx.HTTPError) -> ProviderError:
         """Connecting failed, or the connection broke: both worth another try."""
         if isinstance(error, httpx.TimeoutException):
             return ProviderError(
@@ -497,65 +452,6 @@ def retry_seconds(text: str) -> float | None:
     if not math.isfinite(seconds) or seconds < 0:
         return None
     return min(float(MAX_RETRY_AFTER), seconds)
-
-
-def named(name: str) -> Callable[[ServerSentEvent], bool]:
-    """``post_sse``'s ``last`` for an upstream that names its events: the one named ``name``
-    (one that does not name them loses the connection after the reply, no more)."""
-    return lambda event: event.event == name
-
-
-class _WaitWatch:
-    """A stream's waits for its next event, each ended at its own deadline, with one timer
-    for the whole stream: a timer for each wait (``asyncio.timeout_at``) cost about a
-    quarter of the CPU the gateway adds to a streamed event. Each wait runs in a
-    ``Timeout`` without a deadline; when the timer fires, it expires the wait under way if
-    that wait's deadline has passed, and otherwise fires again at that deadline."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._timer: asyncio.TimerHandle | None = None
-        self._wait: asyncio.Timeout | None = None  # the wait under way
-        self._until = 0.0  # its deadline
-
-    async def next[T](self, items: AsyncIterator[T], until: float) -> T | None:
-        """The next of ``items`` (None: there are no more), or ``TimeoutError`` at ``until``."""
-        async with asyncio.timeout(None) as wait:
-            self._wait, self._until = wait, until
-            timer = self._timer
-            if timer is not None and timer.when() > until:
-                timer.cancel()
-                timer = None
-            if timer is None:
-                self._timer = self._loop.call_at(until, self._check)
-            try:
-                return await anext(items, None)
-            finally:
-                self._wait = None
-
-    def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _check(self) -> None:
-        self._timer = None
-        if self._wait is None:
-            return  # between two waits: the next one sets the timer again
-        now = self._loop.time()
-        if now >= self._until:
-            self._wait.reschedule(now)
-        else:
-            self._timer = self._loop.call_at(self._until, self._check)
-
-
-async def _read_to_end(events: AsyncIterator[ServerSentEvent]) -> None:
-    """Read what follows the last event, so that the connection is kept for the next call;
-    an upstream that does not end its body within a moment loses it, as it would unread."""
-    with suppress(TimeoutError, httpx.HTTPError):
-        async with asyncio.timeout(_BODY_END_WAIT):
-            async for _ in events:
-                pass
 
 
 def _certificate_failure(error: BaseException) -> bool:

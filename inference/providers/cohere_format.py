@@ -1,10 +1,10 @@
 """Cohere's v2 chat API (``POST /v2/chat``)."""
 
-from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from httpx_sse import ServerSentEvent
 
 from inference.neutral.types import (
     ChatRequest,
@@ -24,8 +24,9 @@ from inference.neutral.types import (
     Usage,
     UsageReport,
 )
-from inference.providers.base import Provider, ProviderError, named, upstream_message
+from inference.providers.base import Provider, ProviderError, upstream_message
 from inference.providers.openai_format import encode_content, encode_tool_calls, encode_tools
+from inference.providers.streaming import StreamCall
 from inference.providers.toolnames import COHERE_NAMES
 
 _FINISH_REASONS: dict[str, FinishReason] = {
@@ -36,7 +37,6 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 }
 # Finish reasons that mean the generation failed rather than ended.
 _FAILED = {"ERROR", "TIMEOUT"}
-_MESSAGE_END = named("message-end")
 # Cohere answers an unusable key with its own 498 besides the usual 401.
 _INVALID_TOKEN = 498
 
@@ -99,24 +99,9 @@ class CohereProvider(Provider):
             by_stop_sequence=reason == "STOP_SEQUENCE",
         )
 
-    async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
-        state = _StreamState(model=request.model)
+    def stream_call(self, request: ChatRequest) -> StreamCall:
         body = encode_request(request, stream=True)
-        async for event in self.post_sse(self.url, body, last=_MESSAGE_END):
-            if not event.data.strip() or event.data.strip() == "[DONE]":
-                continue
-            payload = self.event_json(event.data)
-            if payload.get("type") == "message-end":
-                delta = payload.get("delta") or {}
-                if delta.get("error") or delta.get("finish_reason") in _FAILED:
-                    detail = self.redact(str(delta.get("error") or delta.get("finish_reason")))
-                    raise ProviderError(
-                        502, f"{self.name} failed mid-stream: {detail}", retryable=True
-                    )
-            for item in state.events(payload):
-                yield item
-            if payload.get("type") == "message-end":
-                return
+        return StreamCall(self.url, body, _EventDecoder(self, request.model))
 
     def status_error(self, status: int, text: str, headers: httpx.Headers) -> ProviderError:
         if status == _INVALID_TOKEN:
@@ -201,6 +186,33 @@ def _usage(usage: dict[str, Any] | None) -> Usage:
         prompt_tokens=int(counts.get("input_tokens") or 0),
         completion_tokens=int(counts.get("output_tokens") or 0),
     )
+
+
+class _EventDecoder:
+    """Cohere v2's chat events, until ``message-end``."""
+
+    def __init__(self, provider: CohereProvider, model: str) -> None:
+        self.provider = provider
+        self.state = _StreamState(model=model)
+        self.ended = False
+
+    def decode(self, event: ServerSentEvent) -> list[StreamEvent]:
+        if event.event == "message-end":
+            self.ended = True
+        data = event.data.strip()
+        if not data or data == "[DONE]":
+            return []
+        provider = self.provider
+        payload = provider.event_json(event.data)
+        if payload.get("type") == "message-end":
+            self.ended = True
+            delta = payload.get("delta") or {}
+            if delta.get("error") or delta.get("finish_reason") in _FAILED:
+                detail = provider.redact(str(delta.get("error") or delta.get("finish_reason")))
+                raise ProviderError(
+                    502, f"{provider.name} failed mid-stream: {detail}", retryable=True
+                )
+        return self.state.events(payload)
 
 
 @dataclass

@@ -3,12 +3,12 @@
 import json
 import mimetypes
 import uuid
-from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from httpx_sse import ServerSentEvent
 
 from inference.neutral.types import (
     Block,
@@ -40,6 +40,7 @@ from inference.providers.base import (
     upstream_message,
 )
 from inference.providers.gemini_schema import to_gemini_schema
+from inference.providers.streaming import StreamCall
 from inference.providers.toolnames import GEMINI_NAMES
 
 _FINISH_REASONS: dict[str, FinishReason] = {
@@ -110,18 +111,9 @@ class GeminiProvider(Provider):
             response_model=body.get("modelVersion"),
         )
 
-    async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
+    def stream_call(self, request: ChatRequest) -> StreamCall:
         url = self.model_url(request.model, "streamGenerateContent") + "?alt=sse"
-        reply = _Reply()
-        async for event in self.post_sse(url, encode_request(request)):
-            if not event.data.strip():
-                continue
-            chunk = self.event_json(event.data)
-            if isinstance(chunk, dict) and "error" in chunk:
-                detail = self.redact(upstream_message(event.data))
-                raise ProviderError(502, f"{self.name} failed mid-stream: {detail}", retryable=True)
-            for item in reply.read(chunk):
-                yield item
+        return StreamCall(url, encode_request(request), _ChunkDecoder(self))
 
     def status_error(self, status: int, text: str, headers: httpx.Headers) -> ProviderError:
         error = _error_object(text)
@@ -281,6 +273,26 @@ def _response_config(response_format: ResponseFormat) -> dict[str, Any]:
     else:
         config["responseJsonSchema"] = response_format.schema
     return config
+
+
+class _ChunkDecoder:
+    """``GenerateContentResponse`` chunks, until the body ends."""
+
+    ended = False  # Gemini names no last event
+
+    def __init__(self, provider: GeminiProvider) -> None:
+        self.provider = provider
+        self.reply = _Reply()
+
+    def decode(self, event: ServerSentEvent) -> list[StreamEvent]:
+        if not event.data.strip():
+            return []
+        provider = self.provider
+        chunk = provider.event_json(event.data)
+        if isinstance(chunk, dict) and "error" in chunk:
+            detail = provider.redact(upstream_message(event.data))
+            raise ProviderError(502, f"{provider.name} failed mid-stream: {detail}", retryable=True)
+        return self.reply.read(chunk)
 
 
 @dataclass

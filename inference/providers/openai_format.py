@@ -1,6 +1,5 @@
 """The OpenAI chat-completions wire format, spoken by openai, groq and deepseek."""
 
-from collections.abc import AsyncGenerator
 from typing import Any
 
 from httpx_sse import ServerSentEvent
@@ -28,6 +27,7 @@ from inference.neutral.types import (
     UsageReport,
 )
 from inference.providers.base import Provider, ProviderError, upstream_message
+from inference.providers.streaming import StreamCall
 from inference.providers.toolnames import LETTERS_DIGITS_DASHES
 
 _FINISH_REASONS: dict[str, FinishReason] = {
@@ -111,17 +111,27 @@ class OpenAIFormatProvider(Provider):
             response_model=body.get("model"),
         )
 
-    async def stream_events(self, request: ChatRequest) -> AsyncGenerator[StreamEvent]:
-        body = encode_request(request, stream=True)
-        async for event in self.post_sse(self.url, body, last=_is_done):
-            if _is_done(event):
-                return
-            chunk = self.event_json(event.data)
-            if "error" in chunk:
-                detail = self.redact(upstream_message(event.data))
-                raise ProviderError(502, f"{self.name} failed mid-stream: {detail}", retryable=True)
-            for item in _chunk_events(chunk):
-                yield item
+    def stream_call(self, request: ChatRequest) -> StreamCall:
+        return StreamCall(self.url, encode_request(request, stream=True), _ChunkDecoder(self))
+
+
+class _ChunkDecoder:
+    """``chat.completion.chunk`` events, until ``[DONE]``."""
+
+    def __init__(self, provider: Provider) -> None:
+        self.provider = provider
+        self.ended = False
+
+    def decode(self, event: ServerSentEvent) -> list[StreamEvent]:
+        if _is_done(event):
+            self.ended = True
+            return []
+        chunk = self.provider.event_json(event.data)
+        if "error" in chunk:
+            provider = self.provider
+            detail = provider.redact(upstream_message(event.data))
+            raise ProviderError(502, f"{provider.name} failed mid-stream: {detail}", retryable=True)
+        return _chunk_events(chunk)
 
 
 def _is_done(event: ServerSentEvent) -> bool:

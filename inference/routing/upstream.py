@@ -22,7 +22,7 @@ import random
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import aclosing, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -46,13 +46,12 @@ from inference.neutral.types import (
     Embeddings,
     StreamAccumulator,
     StreamEvent,
-    TextDelta,
-    ToolCallDelta,
     Usage,
     UsageReport,
 )
 from inference.providers.base import Provider, ProviderError
 from inference.providers.registry import ProviderClients
+from inference.providers.streaming import ProviderStream
 from inference.routing.circuits import Circuits
 from inference.routing.deployments import Deployment, Route
 from inference.telemetry.genai import call_attributes, response_attributes, usage_attributes
@@ -108,46 +107,42 @@ class _Call:
     span: Span = NO_SPAN  # the answering attempt's
 
 
-@dataclass
-class _Opened:
-    """A stream that reached its first content event (``rest`` None: it is all here)."""
+class _Noted:
+    """What a stream's events said so far, their usage priced: routing sees each batch
+    before anyone else (``ProviderStream``'s ``noted``)."""
 
-    started: float
-    first: list[StreamEvent]
-    rest: AsyncIterator[StreamEvent] | None
+    def __init__(self, price: Price | None) -> None:
+        self.price = price
+        self.seen = StreamAccumulator()
+
+    def __call__(self, batch: list[StreamEvent]) -> None:
+        seen = self.seen
+        for index, event in enumerate(batch):
+            if isinstance(event, UsageReport):
+                event = batch[index] = UsageReport(priced(event.usage, self.price))
+            seen.add(event)
 
 
 class _OpenStream:
-    """A stream being relayed: its events, noted on the way (usage priced), and the
+    """A stream being relayed: its events (the provider's, noted on the way), and the
     result once they ended."""
 
     def __init__(
-        self, opened: _Opened, call: _Call, price: Price | None, request: ChatRequest
+        self, opened: ProviderStream, noted: _Noted, call: _Call, request: ChatRequest
     ) -> None:
+        self.opened = opened
         self.answered_by: Answerer | None = call.answered_by
         self.tries = call.tries
-        self.price = price
+        self.price = noted.price
         self.request = request
-        self.seen = StreamAccumulator()
-        self.ended = False
+        self.seen = noted.seen
         self.result: CallResult | None = None
         self.cache: CacheOutcome | None = None  # what the cache did, when it asked
-        self.events = self._events(opened)
+        self.events = opened.events()
 
-    async def _events(self, opened: _Opened) -> AsyncIterator[StreamEvent]:
-        for event in opened.first:
-            yield self._note(event)
-        if opened.rest is not None:
-            async with aclosing(opened.rest) as rest:  # type: ignore[type-var]
-                async for event in rest:
-                    yield self._note(event)
-        self.ended = True
-
-    def _note(self, event: StreamEvent) -> StreamEvent:
-        if isinstance(event, UsageReport):
-            event = UsageReport(priced(event.usage, self.price))
-        self.seen.add(event)
-        return event
+    @property
+    def ended(self) -> bool:
+        return self.opened.done
 
     def so_far(self) -> Usage:
         """What the provider reported, or, cut before its usage came, the prompt and the
@@ -202,13 +197,16 @@ class RoutedCalls:
         """The reply's events. ``held``: the caller collects the whole reply before anyone
         sees it, so a failure anywhere in the stream is tried again."""
 
-        async def open_stream(provider: Provider, request: ChatRequest) -> _Opened:
-            return await _open(provider, request, held)
+        async def open_stream(
+            provider: Provider, request: ChatRequest
+        ) -> tuple[ProviderStream, _Noted]:
+            noted = _Noted(price_of(self.config, provider.name, request.model))
+            return await provider.open_stream(request, noted, held), noted
 
         call = _Call()
-        opened = await self._call(call, request, open_stream)
+        opened, noted = await self._call(call, request, open_stream)
         deployment = _answered(call)
-        stream = _OpenStream(opened, call, self._price(deployment), request)
+        stream = _OpenStream(opened, noted, call, request)
         outcome, status = "cancelled", 499
         failure: ProviderError | None = None
         try:
@@ -225,11 +223,12 @@ class RoutedCalls:
             if outcome == "cancelled":
                 self.circuits.abandoned(deployment)
             await stream.events.aclose()  # type: ignore[attr-defined]
+            await opened.aclose()  # its events may never have been read
             reply = stream.seen.response()
             if call.span.recording:
                 call.span.set(response_attributes(reply, TRACING.capture_content))
             self._settled(
-                call, deployment, outcome, status, opened.started, reply.usage, call.span,
+                call, deployment, outcome, status, call.started, reply.usage, call.span,
                 response_model=reply.response_model,
             )  # fmt: skip
             if failure is not None:
@@ -438,23 +437,3 @@ async def _complete(provider: Provider, request: ChatRequest) -> ChatResponse:
 
 async def _embed(provider: Provider, request: EmbeddingRequest) -> Embeddings:
     return await provider.embed(request)
-
-
-async def _open(provider: Provider, request: ChatRequest, held: bool) -> _Opened:
-    """Read ``provider``'s stream up to its first content event (``held``: to its end)."""
-    started = time.perf_counter()
-    events = aiter(provider.stream(request))
-    first: list[StreamEvent] = []
-    try:
-        async for event in events:
-            first.append(event)
-            if not held and _is_content(event):
-                return _Opened(started, first, events)
-    except BaseException:
-        await events.aclose()  # type: ignore[attr-defined]
-        raise
-    return _Opened(started, first, None)
-
-
-def _is_content(event: StreamEvent) -> bool:
-    return isinstance(event, ToolCallDelta) or (isinstance(event, TextDelta) and bool(event.text))

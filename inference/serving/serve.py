@@ -7,7 +7,7 @@ already sent.
 """
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -17,10 +17,9 @@ from core import fastjson
 from inference.neutral.errors import ApiError
 from inference.neutral.reply import ReplyFormat, ReplyFrames, ReplyHeader
 from inference.neutral.request import ClientRequest
-from inference.neutral.types import StreamEvent
 from inference.serving.context import InferenceRequest
 from inference.turn.preparation import live_config, prepare_turn
-from inference.turn.runner import TurnRunner
+from inference.turn.runner import Streamed, TurnRunner
 
 logger = logging.getLogger("gateway.inference")
 # Names the client's tools the gateway left out of what the model sees (built-in tools).
@@ -52,7 +51,7 @@ async def serve(
     if client.stream:
         streamed = await runner.open_stream(turn)
         frames = reply.stream(header)
-        response = event_stream(_frames(frames, streamed.events, header), frames.content_type)
+        response = event_stream(_frames(frames, streamed, header), frames.content_type)
         headers = streamed.headers
     else:
         replied = await runner.complete(turn)
@@ -70,16 +69,24 @@ async def serve(
 
 
 async def _frames(
-    stream: ReplyFrames, events: AsyncIterator[StreamEvent], header: ReplyHeader
+    stream: ReplyFrames, streamed: Streamed, header: ReplyHeader
 ) -> AsyncIterator[bytes]:
+    """The dialect's frames: those of each batch of events in one piece (one send), the
+    answer's ending with the frames that close the stream in another."""
+    events = streamed.events
     try:
-        async for frame in stream.frames(events):
-            yield frame
+        yield stream.opening() + stream.frames(streamed.first)
+        async for batch in events:
+            if frames := stream.frames(batch):
+                yield frames
+        yield stream.frames(streamed.ending()) + await stream.ended()
     except ApiError as error:
         yield stream.failed(error)
     except Exception:
         logger.exception("stream %s failed", header.id)
         yield stream.failed(_INTERNAL_ERROR)
+    finally:
+        await events.aclose()
 
 
 def json_response(body: dict[str, Any]) -> HttpResponse:
@@ -99,10 +106,25 @@ class EventStream(StreamingHttpResponse):
     @streaming_content.setter
     def streaming_content(self, frames: AsyncIterator[bytes]) -> None:
         self._frames = frames
+        self._done: list[Callable[[], None]] = []
         self.is_async = True
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self._frames
+
+    def when_done(self, callback: Callable[[], None]) -> None:
+        """``callback`` runs once the stream was sent or given up: when the handler
+        closes the response (``gateway.handler``), rather than from one more generator
+        that every frame would pass through."""
+        self._done.append(callback)
+
+    def close(self) -> None:
+        done, self._done = self._done, []
+        try:
+            for callback in done:
+                callback()
+        finally:
+            super().close()
 
 
 def event_stream(

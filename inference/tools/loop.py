@@ -11,16 +11,19 @@ does not match. Every call of the turn, at every level, runs only until the turn
 deadline (``inference.tools.bounds``).
 
 Streaming: the client sees only the final answer (or the client-tool calls). When the
-agent has tools of its own, each round is collected before it is known to be the last;
-without them the first round is the last and is relayed as it arrives.
+agent has tools of its own, each round is collected before it is known to be the last
+(``held``); without them the first round is the last and is relayed as it arrives
+(``relayed``: the turn reads the call's events itself, so they pass no layer of the
+loop's own).
 """
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from inference.neutral.calls import CallResult, ModelCalls
+from inference.neutral.calls import CallResult, CallStream, ModelCalls
 from inference.neutral.types import (
     ChatRequest,
     ChatResponse,
@@ -32,7 +35,6 @@ from inference.neutral.types import (
     ToolCall,
     ToolCallDelta,
     Usage,
-    replayed,
 )
 from inference.providers.base import ProviderError
 from inference.structured.repair import strip_fence, validation_errors, with_repair_turn
@@ -115,41 +117,32 @@ class ToolLoop:
                 return step
             request = step
 
-    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """The final answer's text and client tool calls, as events (then see ``answer``).
-        A relayed round is returned as it is, not through another generator: each layer
-        of them is a step more for every event."""
-        if self.response_format is None and not self.toolbox.agent_tools:
-            return self._relayed(request)
-        return self._held(request)
+    @property
+    def relays(self) -> bool:
+        """Whether a stream's only round is relayed as it arrives (``relayed``): no
+        response format to validate it against and no tools of the agent's own;
+        otherwise the final answer comes whole (``held``)."""
+        return self.response_format is None and not self.toolbox.agent_tools
 
-    async def _held(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    async def held(self, request: ChatRequest) -> ChatResponse:
         """The final answer, once validated or once the agent's own tool rounds are done."""
         if self.response_format is not None:
-            final = await self.complete(request)  # validated before anything is sent
-            for event in replayed(final):
-                yield event
-            return
+            return await self.complete(request)  # validated before anything is sent
         while True:
             reply = await self._collected(request)
             step = await self._after(request, reply)
             if isinstance(step, ChatResponse):
                 self.answer = step
-                for event in replayed(step):
-                    yield event
-                return
+                return step
             request = step
 
-    async def _relayed(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """The only round, relayed as it arrives (tool names as the client knows them). One
-        call, no tools: bounded by the provider's own timeout, not the turn's deadline."""
-        client_names = self.toolbox.client_names
+    @asynccontextmanager
+    async def relayed(self, request: ChatRequest) -> AsyncIterator[CallStream]:
+        """The only round, open: its events go to the client as they arrive (through
+        ``shown``); ``answer`` is set once it ended. One call, no tools: bounded by the
+        provider's own timeout, not the turn's deadline."""
         async with self.calls.stream(request) as call:
-            async for event in call.events:
-                if (isinstance(event, TextDelta) and event.text) or isinstance(event, Reasoning):
-                    yield event
-                elif isinstance(event, ToolCallDelta):
-                    yield replace(event, name=client_names.get(event.name or "", event.name))
+            yield call
         result = call.result
         assert result is not None, "a stream that ended has its result"
         self._note(result)
@@ -158,6 +151,18 @@ class ToolLoop:
             self.exchange = exchange_of([], (), list(reply.tool_calls), reply.reasoning)
         calls = tuple(self.toolbox.to_client(call) for call in reply.tool_calls)
         self.answer = replace(reply, tool_calls=calls)
+
+    def shown(self, batch: list[StreamEvent]) -> list[StreamEvent]:
+        """What the client sees of a relayed round's events: its text, reasoning and tool
+        calls (named as the client knows its tools)."""
+        client_names = self.toolbox.client_names
+        shown: list[StreamEvent] = []
+        for event in batch:
+            if (isinstance(event, TextDelta) and event.text) or isinstance(event, Reasoning):
+                shown.append(event)
+            elif isinstance(event, ToolCallDelta):
+                shown.append(replace(event, name=client_names.get(event.name or "", event.name)))
+        return shown
 
     async def _collected(self, request: ChatRequest) -> ChatResponse:
         try:

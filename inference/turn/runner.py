@@ -9,7 +9,7 @@ value. Provider failures leave as ``ApiError``s; the wire modules
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -37,6 +37,7 @@ from inference.neutral.types import (
     StreamEvent,
     TextDelta,
     UsageReport,
+    replayed,
 )
 from inference.providers.base import ProviderError
 from inference.telemetry.genai import (
@@ -68,10 +69,14 @@ class Replied:
 
 @dataclass(frozen=True)
 class Streamed:
-    """The answer as events (its text, client tool calls, a ``Finish`` and the total
-    ``UsageReport``), and the response's headers, known once it began."""
+    """The answer as events, in batches: ``first`` (known once the answer began: the
+    response's ``headers`` are too), the rest of its text and client tool calls
+    (``events``), then, once those ended, its ``ending`` (a ``Finish`` and the total
+    ``UsageReport``)."""
 
-    events: AsyncIterator[StreamEvent]
+    first: list[StreamEvent]
+    events: AsyncGenerator[list[StreamEvent]]
+    ending: Callable[[], list[StreamEvent]]
     headers: dict[str, str]
 
 
@@ -103,37 +108,47 @@ class TurnRunner:
         return Replied(shown, _headers(turn, conversation.recorder))
 
     async def open_stream(self, turn: Turn) -> Streamed:
-        """The first event is awaited here, so a failure before it is an HTTP error rather
-        than a stream that ends in one."""
+        """The first events are awaited here, so a failure before them is an HTTP error
+        rather than a stream that ends in one."""
         conversation, loop = self._conversation(turn)
         events = self._events(turn, conversation, loop)
         try:
-            first = await anext(events)
+            first: list[StreamEvent] = await anext(events, [])
         except BaseException:
             await events.aclose()
             raise
-        headers = _headers(turn, conversation.recorder)
-        return Streamed(_starting_with(first, events), headers)
 
-    async def _events(
-        self, turn: Turn, conversation: Conversation, loop: ToolLoop
-    ) -> AsyncGenerator[StreamEvent]:
-        invoke = conversation.caller.span
-        sent: list[str] = []
-        outcome = "cut"  # until it is known otherwise, the client went away
-        try:
-            async for event in loop.stream(turn.call.request):
-                if isinstance(event, TextDelta):
-                    sent.append(event.text)
-                yield event
+        def ending() -> list[StreamEvent]:
             answer = loop.answer
-            assert answer is not None
-            yield Finish(
+            assert answer is not None, "a stream that ended has its answer"
+            finish = Finish(
                 answer.finish_reason,
                 response_model=answer.response_model,
                 by_stop_sequence=answer.by_stop_sequence,
             )
-            yield UsageReport(self._shown(answer, conversation).usage)
+            return [finish, UsageReport(self._shown(answer, conversation).usage)]
+
+        return Streamed(first, events, ending, _headers(turn, conversation.recorder))
+
+    async def _events(
+        self, turn: Turn, conversation: Conversation, loop: ToolLoop
+    ) -> AsyncGenerator[list[StreamEvent]]:
+        """The answer's text and client tool calls: those of the only round as they
+        arrive (read from the call itself, no layer between), or the final answer whole.
+        The turn is recorded as they end, whether the client stayed or went away."""
+        invoke = conversation.caller.span
+        sent: list[str] = []
+        outcome = "cut"  # until it is known otherwise, the client went away
+        try:
+            request = turn.call.request
+            if loop.relays:
+                async with loop.relayed(request) as call:
+                    async for batch in call.events:
+                        if shown := loop.shown(batch):
+                            sent += [event.text for event in shown if isinstance(event, TextDelta)]
+                            yield shown
+            else:
+                yield replayed(await loop.held(request))
             outcome = "done"
         except ProviderError as error:
             outcome = "failed"
@@ -360,14 +375,3 @@ def _remembered(answer: ChatResponse) -> str | None:
 
 async def _expire_exchanges() -> None:
     await in_database(delete_expired, timezone.now())
-
-
-async def _starting_with(
-    first: StreamEvent, rest: AsyncIterator[StreamEvent]
-) -> AsyncIterator[StreamEvent]:
-    try:
-        yield first
-        async for event in rest:
-            yield event
-    finally:
-        await rest.aclose()  # type: ignore[attr-defined]

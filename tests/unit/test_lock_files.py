@@ -20,7 +20,8 @@ from packaging.utils import canonicalize_name
 from tests.lockfiles import Pin, read_compiled, read_input
 
 ROOT = Path(__file__).resolve().parents[2]
-INPUTS = sorted(ROOT.glob("requirements*.in"))
+# The gateway's, and the benchmark's peers' (LiteLLM's proxy, installed on demand).
+INPUTS = sorted([*ROOT.glob("requirements*.in"), *ROOT.glob("bench/peers/requirements*.in")])
 HEADER = "#    scripts/lock"  # the command uv's header names (--custom-compile-command)
 
 
@@ -119,7 +120,8 @@ def test_lock_file_disagreeing_with_its_constraint_is_found(tmp_path: Path) -> N
 def test_lock_script_locks_every_input() -> None:
     script = (ROOT / "scripts/lock").read_text()
     assert [path.name for path in INPUTS if path.name not in script] == []
-    assert {path.stem for path in ROOT.glob("requirements*.txt")} == {path.stem for path in INPUTS}
+    compiled = [*ROOT.glob("requirements*.txt"), *ROOT.glob("bench/peers/requirements*.txt")]
+    assert {path.with_suffix("") for path in compiled} == {path.with_suffix("") for path in INPUTS}
 
 
 # Where Python packages are installed: each install checks the hashes.

@@ -10,6 +10,7 @@ import pytest
 from agents.schema import ProviderConfig
 from inference.neutral.types import ChatRequest, Finish, Message, StreamEvent, TextDelta
 from inference.providers.registry import PROVIDER_CLASSES
+from tests.providerstreams import events_of
 
 
 def _chunk(payload: str) -> bytes:
@@ -51,7 +52,7 @@ def test_reply_ends_at_done_though_the_upstream_keeps_its_body_open() -> None:
                 settings = ProviderConfig(api_key="k", base_url=f"http://127.0.0.1:{port}/v1")
                 provider = PROVIDER_CLASSES["openai"]("openai", "openai", client, settings)
                 request = ChatRequest(model="m", system="", messages=(Message("user", "Hi"),))
-                return [event async for event in provider.stream(request)]
+                return [event async for event in events_of(provider, request)]
         finally:
             server.close()
 

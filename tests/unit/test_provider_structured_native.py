@@ -21,6 +21,7 @@ from inference.neutral.types import (
 )
 from inference.providers import anthropic_format, cohere_format, gemini_format, openai_format
 from tests.fakes.base import FakeUpstream, Reply
+from tests.providerstreams import events_of
 
 OBJECT_SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}}
 ARRAY_SCHEMA = {"type": "array", "items": {"type": "integer"}}
@@ -115,7 +116,7 @@ async def test_anthropic_forced_tool_input_comes_back_as_the_reply_text(
         provider = anthropic_format.AnthropicProvider("anthropic", "anthropic", client, settings)
         whole = await provider.complete(structured)
         accumulator = StreamAccumulator()
-        async for event in provider.stream(structured):
+        async for event in events_of(provider, structured):
             accumulator.add(event)
     streamed = accumulator.response()
 

@@ -26,6 +26,7 @@ from inference.providers.base import Provider
 from inference.providers.registry import PROVIDER_CLASSES
 from tests.fakes.base import FakeUpstream, Reply
 from tests.fakes.gemini_upstream import thought_signature
+from tests.providerstreams import events_of
 from tests.upstreams import FAKE_CLASSES, api_key_of, fake_base_url, sent_tool_calls_and_results
 
 KINDS = list(FAKE_CLASSES)
@@ -223,7 +224,7 @@ def provider_for(kind: str, fakes: dict[str, FakeUpstream], http: httpx.AsyncCli
 
 async def streamed(provider: Provider, request: ChatRequest) -> ChatResponse:
     accumulator = StreamAccumulator()
-    async for event in provider.stream(request):
+    async for event in events_of(provider, request):
         accumulator.add(event)
     return accumulator.response()
 

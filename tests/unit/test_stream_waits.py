@@ -13,6 +13,7 @@ from agents.schema import ProviderConfig, TimeoutConfig
 from inference.neutral.types import ChatRequest, Message, TextDelta
 from inference.providers.base import ProviderError
 from inference.providers.registry import PROVIDER_CLASSES
+from tests.providerstreams import events_of
 
 
 def _chunk(payload: str) -> bytes:
@@ -66,7 +67,7 @@ def _stream(gaps: list[float], then_stall: bool, timeouts: TimeoutConfig) -> tup
                 )
                 provider = PROVIDER_CLASSES["openai"]("openai", "openai", client, settings)
                 request = ChatRequest(model="m", system="", messages=(Message("user", "Hi"),))
-                async for event in provider.stream(request):
+                async for event in events_of(provider, request):
                     words += isinstance(event, TextDelta)
         finally:
             server.close()

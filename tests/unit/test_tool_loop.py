@@ -239,28 +239,27 @@ async def test_without_own_tools_a_stream_is_relayed_as_it_arrives(
     openai_fake.script(Reply.of_chunks("Hel", "lo ", "there."))
     loop = looping(provider, Toolbox(), bounds=limits())
 
-    pieces = [event.text async for event in loop.stream(question()) if isinstance(event, TextDelta)]
+    assert loop.relays
+    pieces = []
+    async with loop.relayed(question()) as call:
+        async for batch in call.events:
+            pieces += [event.text for event in loop.shown(batch) if isinstance(event, TextDelta)]
 
     assert pieces == ["Hel", "lo ", "there."]
     assert loop.answer is not None and loop.answer.text == "Hello there."
     assert loop.spent == ROUND
 
 
-async def test_with_own_tools_a_stream_sends_only_the_final_answer(
+async def test_with_own_tools_a_stream_holds_the_answer_until_the_final_round(
     provider: Connect, openai_fake: OpenAIUpstream
 ) -> None:
     openai_fake.script(Reply.of_tool_calls(("lookup", {})), Reply.of_chunks("The ", "answer."))
     loop = looping(provider, OWN, ToolRuns(), bounds=limits())
 
-    text = "".join(
-        [
-            event.text
-            async for event in loop.stream(question(tools=OWN))
-            if isinstance(event, TextDelta)
-        ]
-    )
+    assert not loop.relays
+    answer = await loop.held(question(tools=OWN))
 
-    assert text == "The answer."
+    assert answer.text == "The answer."
     assert loop.spent.total_tokens == 2 * ROUND.total_tokens
 
 

@@ -68,7 +68,8 @@ async def run(
     if not stream:
         return (await runner.complete(turn)).answer
     streamed = await runner.open_stream(turn)
-    return [event.text async for event in streamed.events if isinstance(event, TextDelta)]
+    batches = [streamed.first, *[batch async for batch in streamed.events]]
+    return [event.text for batch in batches for event in batch if isinstance(event, TextDelta)]
 
 
 def rows(model: Any, **filters: Any) -> Any:

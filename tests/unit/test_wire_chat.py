@@ -2,7 +2,6 @@
 terms, and an answer out as ``chat.completion`` or its chunk stream."""
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -24,6 +23,7 @@ from inference.neutral.types import (
     Usage,
     UsageReport,
 )
+from tests.replyframes import written
 
 HEADER = ReplyHeader(id="chatcmpl-1", created=1700000000, model="support", include_usage=True)
 
@@ -172,14 +172,9 @@ def test_a_whole_answer_is_one_chat_completion() -> None:
     }
 
 
-async def events(*items: StreamEvent) -> AsyncIterator[StreamEvent]:
-    for item in items:
-        yield item
-
-
 async def frames(header: ReplyHeader, *items: StreamEvent) -> list[Any]:
     stream = ChatCompletionReply().stream(header)
-    sent = [frame async for frame in stream.frames(events(*items))]
+    sent = await written(stream, *items)
     assert all(frame.startswith(b"data: ") and frame.endswith(b"\n\n") for frame in sent)
     return [
         frame[6:-2].decode() if frame == b"data: [DONE]\n\n" else json.loads(frame[6:])

@@ -2,7 +2,6 @@
 provider's events came in."""
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 from inference.dialects.messages.reply import MessagesReply
@@ -15,6 +14,7 @@ from inference.neutral.types import (
     Usage,
     UsageReport,
 )
+from tests.replyframes import written
 
 HEADER = ReplyHeader("msg_1", 0, "coder")
 
@@ -22,12 +22,8 @@ HEADER = ReplyHeader("msg_1", 0, "coder")
 async def blocks(*events: StreamEvent) -> list[tuple[int, str, Any]]:
     """(index, type, text or tool name) of each content_block_start, in order."""
 
-    async def given() -> AsyncIterator[StreamEvent]:
-        for event in events:
-            yield event
-
     started = []
-    async for frame in MessagesReply().stream(HEADER).frames(given()):
+    for frame in await written(MessagesReply().stream(HEADER), *events):
         kind, data = frame.decode().split("\n")[:2]
         payload = json.loads(data.removeprefix("data: "))
         if kind == "event: content_block_start":

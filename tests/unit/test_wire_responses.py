@@ -2,7 +2,6 @@
 terms, and an answer out as a ``response`` object or its numbered event stream."""
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -16,13 +15,13 @@ from inference.neutral.request import ClientRequest
 from inference.neutral.types import (
     ChatResponse,
     Finish,
-    StreamEvent,
     TextDelta,
     ToolCall,
     ToolCallDelta,
     Usage,
     UsageReport,
 )
+from tests.replyframes import sse_frames, written
 
 HEADER = ReplyHeader(id="resp_1", created=1700000000, model="support")
 
@@ -103,13 +102,6 @@ def test_a_whole_answer_is_a_completed_response_repeating_the_settings() -> None
     assert response["usage"]["total_tokens"] == 18
 
 
-async def events(*items: StreamEvent, fail: ApiError | None = None) -> AsyncIterator[StreamEvent]:
-    for item in items:
-        yield item
-    if fail is not None:
-        raise fail
-
-
 def parsed(frame: bytes) -> dict[str, Any]:
     kind_line, data_line = frame.decode().strip().split("\n")
     data = json.loads(data_line.removeprefix("data: "))
@@ -119,19 +111,16 @@ def parsed(frame: bytes) -> dict[str, Any]:
 
 async def test_a_stream_is_the_documented_sequence_with_increasing_numbers() -> None:
     stream = ResponsesReply(echo(ResponsesIn(model="support", input="Hi"))).stream(HEADER)
-    sent = [
-        parsed(frame)
-        async for frame in stream.frames(
-            events(
-                TextDelta("Hel"),
-                TextDelta("lo"),
-                ToolCallDelta(index=0, id="c1", name="lookup", arguments='{"q":'),
-                ToolCallDelta(index=0, arguments='"x"}'),
-                Finish("tool_calls"),
-                UsageReport(Usage(prompt_tokens=3, completion_tokens=4)),
-            )
-        )
-    ]
+    frames = await written(
+        stream,
+        TextDelta("Hel"),
+        TextDelta("lo"),
+        ToolCallDelta(index=0, id="c1", name="lookup", arguments='{"q":'),
+        ToolCallDelta(index=0, arguments='"x"}'),
+        Finish("tool_calls"),
+        UsageReport(Usage(prompt_tokens=3, completion_tokens=4)),
+    )
+    sent = [parsed(frame) for frame in frames]
     assert [event["sequence_number"] for event in sent] == list(range(len(sent)))
     assert [event["type"] for event in sent] == [
         "response.created",
@@ -158,13 +147,8 @@ async def test_a_stream_is_the_documented_sequence_with_increasing_numbers() -> 
 
 async def test_a_failure_mid_stream_is_response_failed_with_the_output_so_far() -> None:
     stream = ResponsesReply(echo(ResponsesIn(model="support", input="Hi"))).stream(HEADER)
-    sent: list[bytes] = []
-    with pytest.raises(ApiError) as raised:
-        async for frame in stream.frames(
-            events(TextDelta("Partial"), fail=ApiError(502, "upstream broke", code="bad_gateway"))
-        ):
-            sent.append(frame)
-    failed = parsed(stream.failed(raised.value))
+    sent = sse_frames(stream.opening() + stream.frames([TextDelta("Partial")]))
+    failed = parsed(stream.failed(ApiError(502, "upstream broke", code="bad_gateway")))
 
     assert failed["type"] == "response.failed"
     assert failed["sequence_number"] == len(sent)

@@ -1,7 +1,6 @@
 """The OpenAI chat-completions wire shapes of an answer: the ``chat.completion`` object and
 the ``chat.completion.chunk`` stream."""
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 from core import fastjson
@@ -61,22 +60,29 @@ class ChatCompletionFrames:
         # Every chunk opens with the same envelope: encoded once, not for every event.
         self._opening = b"data: " + fastjson.dumps(_envelope(header))[:-1] + b',"choices":['
 
-    async def frames(self, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
-        """SSE frames: the role, content and tool-call deltas, the finish, the usage (when
-        asked for) and ``[DONE]``."""
+    def opening(self) -> bytes:
+        """The role's chunk."""
+        return self._chunk({"role": "assistant", "content": ""})
+
+    def frames(self, events: list[StreamEvent]) -> bytes:
+        """SSE frames: the content and tool-call deltas, the finish, the usage (when asked
+        for)."""
         header = self.header
-        yield self._chunk({"role": "assistant", "content": ""})
-        async for event in events:
+        frames: list[bytes] = []
+        for event in events:
             if isinstance(event, TextDelta):
-                yield self._chunk({"content": event.text}, logprobs=event.logprobs)
+                frames.append(self._chunk({"content": event.text}, logprobs=event.logprobs))
             elif isinstance(event, ToolCallDelta):
-                yield self._chunk({"tool_calls": [_tool_call_delta(event)]})
+                frames.append(self._chunk({"tool_calls": [_tool_call_delta(event)]}))
             elif isinstance(event, Finish):
-                yield self._chunk({}, finish_reason=event.reason)
+                frames.append(self._chunk({}, finish_reason=event.reason))
             elif isinstance(event, UsageReport) and header.include_usage:
                 usage = usage_body(event.usage)
-                yield _frame({**_envelope(header), "choices": [], "usage": usage})
-        yield _DONE
+                frames.append(_frame({**_envelope(header), "choices": [], "usage": usage}))
+        return b"".join(frames)
+
+    async def ended(self) -> bytes:
+        return _DONE
 
     def failed(self, error: ApiError) -> bytes:
         """The error object as a last frame (the status line is long gone)."""

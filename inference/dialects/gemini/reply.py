@@ -3,7 +3,6 @@ such responses, as server-sent events (``alt=sse``) or as one JSON array that gr
 answer comes (without it, as Google's REST API answers)."""
 
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,14 +65,19 @@ class GeminiFrames:
         self.content_type = "text/event-stream" if sse else "application/json"
         self.opened = False  # a JSON array's first element went out
         self.model = header.model
+        self.calls: dict[int, ToolCall] = {}  # stream index → the call so far
+        self.finish = Finish("stop")
+        self.usage = Usage()
 
-    async def frames(self, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
-        calls: dict[int, ToolCall] = {}  # stream index → the call so far
-        finish = Finish("stop")
-        usage = Usage()
-        async for event in events:
+    def opening(self) -> bytes:
+        return b""
+
+    def frames(self, events: list[StreamEvent]) -> bytes:
+        frames: list[bytes] = []
+        calls = self.calls
+        for event in events:
             if isinstance(event, TextDelta) and event.text:
-                yield self._frame(self._response([{"text": event.text}]))
+                frames.append(self._frame(self._response([{"text": event.text}])))
             elif isinstance(event, ToolCallDelta):
                 call = calls.get(event.index, ToolCall("", "", ""))
                 calls[event.index] = ToolCall(
@@ -83,17 +87,18 @@ class GeminiFrames:
                     signature=event.signature or call.signature,
                 )
             elif isinstance(event, Finish):
-                finish = event
+                self.finish = event
                 self.model = event.response_model or self.model
             elif isinstance(event, UsageReport):
-                usage = event.usage
-        parts = [_function_call(call) for call in calls.values()]
+                self.usage = event.usage
+        return b"".join(frames)
+
+    async def ended(self) -> bytes:
+        parts = [_function_call(call) for call in self.calls.values()]
         last = self._response(parts)
-        last["candidates"][0]["finishReason"] = _FINISH_REASONS[finish.reason]
-        last["usageMetadata"] = usage_metadata(usage)
-        yield self._frame(last)
-        if not self.sse:
-            yield b"]"
+        last["candidates"][0]["finishReason"] = _FINISH_REASONS[self.finish.reason]
+        last["usageMetadata"] = usage_metadata(self.usage)
+        return self._frame(last) + (b"" if self.sse else b"]")
 
     def failed(self, error: ApiError) -> bytes:
         """Google's error object as the last response (and the array's end)."""

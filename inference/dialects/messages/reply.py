@@ -3,7 +3,6 @@ event stream (``message_start``, content blocks, ``message_delta``, ``message_st
 the Anthropic SDKs and Claude Code read them."""
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 from inference.dialects.messages.errors import anthropic_error
@@ -66,43 +65,45 @@ class MessagesFrames:
         self.open: str | None = None  # "text", or the open tool call's stream index
         self.held: list[ToolCallDelta] = []  # calls that came before the text ended
         self.texted = False  # a text block has been opened
+        self.finish = Finish("stop")
+        self.totals = Usage()
 
-    async def frames(self, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
+    def opening(self) -> bytes:
         opening = {**_message(self.header), "content": [], "stop_reason": None}
         opening["usage"] = usage(Usage(cost_micro_usd=None))  # no cost known yet
-        yield _frame("message_start", message=opening)
-        finish = Finish("stop")
-        totals = Usage()
-        async for event in events:
+        return _frame("message_start", message=opening)
+
+    def frames(self, events: list[StreamEvent]) -> bytes:
+        frames: list[bytes] = []
+        for event in events:
             if isinstance(event, TextDelta) and event.text:
                 self.texted = True
-                for frame in self._begin("text", {"type": "text", "text": ""}):
-                    yield frame
+                frames += self._begin("text", {"type": "text", "text": ""})
                 delta = {"type": "text_delta", "text": event.text}
-                yield _frame("content_block_delta", index=self.index, delta=delta)
+                frames.append(_frame("content_block_delta", index=self.index, delta=delta))
             elif isinstance(event, ToolCallDelta) and not self.texted:
                 self.held.append(event)  # text may still come: it goes first
             elif isinstance(event, ToolCallDelta):
-                for frame in [*self._released(), *self._tool_call(event)]:
-                    yield frame
+                frames += [*self._released(), *self._tool_call(event)]
             elif isinstance(event, Reasoning) and isinstance(event.item, dict):
-                for frame in self._thinking(event.item):
-                    yield frame
+                frames += self._thinking(event.item)
             elif isinstance(event, Finish):
-                finish = event
+                self.finish = event
             elif isinstance(event, UsageReport):
-                totals = event.usage
+                self.totals = event.usage
+        return b"".join(frames)
+
+    async def ended(self) -> bytes:
+        frames: list[bytes] = []
         if self.index < 0 and not self.held:  # an empty answer is one empty text block
-            for frame in self._begin("text", {"type": "text", "text": ""}):
-                yield frame
-        for frame in self._released():
-            yield frame
-        for frame in self._end():
-            yield frame
+            frames += self._begin("text", {"type": "text", "text": ""})
+        frames += [*self._released(), *self._end()]
+        finish = self.finish
         reason = _stop_reason(finish.reason, finish.by_stop_sequence)
         ending = {"stop_reason": reason, "stop_sequence": None}
-        yield _frame("message_delta", delta=ending, usage=usage(totals))
-        yield _frame("message_stop")
+        frames.append(_frame("message_delta", delta=ending, usage=usage(self.totals)))
+        frames.append(_frame("message_stop"))
+        return b"".join(frames)
 
     def failed(self, error: ApiError) -> bytes:
         _, body = anthropic_error(error)

@@ -5,7 +5,7 @@ import base64
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from inference.dialects.responses.body import ResponsesIn
@@ -94,64 +94,75 @@ class ResponsesFrames:
         self.reply = reply
         self.sequence = _Sequence()
         self.output: list[dict[str, Any]] = []
+        self.message_id = ""
+        self.text = ""
+        self.logprobs: list[Any] = []  # of the message's text, where the provider gave them
+        self.calls: dict[int, dict[str, Any]] = {}  # stream index → function_call item
+        self.usage: Usage | None = None
+        self.finish_reason: FinishReason = "stop"
 
-    async def frames(self, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
-        """The documented event sequence: created, in_progress, each output item (added,
-        its content, done), completed."""
-        header, settings, sequence, output = self.header, self.settings, self.sequence, self.output
-        opening = _response(header, settings, "in_progress", [], None)
-        yield sequence.frame("response.created", response=opening)
-        yield sequence.frame("response.in_progress", response=opening)
-        message_id, text = "", ""
-        logprobs: list[Any] = []  # of the message's text, where the provider gave them
-        calls: dict[int, dict[str, Any]] = {}  # stream index → function_call item
-        usage: Usage | None = None
-        finish_reason: FinishReason = "stop"
-        async for event in events:
+    def opening(self) -> bytes:
+        """The documented event sequence begins: created, in_progress."""
+        opening = _response(self.header, self.settings, "in_progress", [], None)
+        sequence = self.sequence
+        return sequence.frame("response.created", response=opening) + sequence.frame(
+            "response.in_progress", response=opening
+        )
+
+    def frames(self, events: list[StreamEvent]) -> bytes:
+        """Each output item: added, then its content."""
+        sequence, output = self.sequence, self.output
+        frames: list[bytes] = []
+        for event in events:
             if isinstance(event, TextDelta):
-                if not message_id:
-                    message_id = _item_id("msg")
-                    for frame in _message_opened(sequence, message_id, len(output)):
-                        yield frame
-                    output.append(_message(message_id, "", "in_progress"))
-                text += event.text
+                if not self.message_id:
+                    frames += self._message_opened()
+                self.text += event.text
                 piece = _token_logprobs(event.logprobs)
-                logprobs += piece
-                yield sequence.frame(
-                    "response.output_text.delta",
-                    item_id=message_id,
-                    output_index=_index(output, message_id),
-                    content_index=0,
-                    delta=event.text,
-                    logprobs=piece,
+                self.logprobs += piece
+                frames.append(
+                    sequence.frame(
+                        "response.output_text.delta",
+                        item_id=self.message_id,
+                        output_index=_index(output, self.message_id),
+                        content_index=0,
+                        delta=event.text,
+                        logprobs=piece,
+                    )
                 )
             elif isinstance(event, ToolCallDelta):
-                for frame in _call_event(sequence, event, calls, output, self.reply.namespaces):
-                    yield frame
+                frames += _call_event(sequence, event, self.calls, output, self.reply.namespaces)
             elif isinstance(event, UsageReport):
-                usage = event.usage
+                self.usage = event.usage
             elif isinstance(event, Reasoning) and isinstance(event.item, dict):
                 output.append(reasoning_item(event.item))
                 place = {"output_index": len(output) - 1, "item": output[-1]}
-                yield sequence.frame("response.output_item.added", **place)
-                yield sequence.frame("response.output_item.done", **place)
+                frames.append(sequence.frame("response.output_item.added", **place))
+                frames.append(sequence.frame("response.output_item.done", **place))
             elif isinstance(event, Finish):
-                finish_reason = event.reason
-                if message_id or calls:
-                    continue
-                message_id = _item_id("msg")  # an empty answer is one empty message
-                for frame in _message_opened(sequence, message_id, len(output)):
-                    yield frame
-                output.append(_message(message_id, "", "in_progress"))
-        if message_id:
-            for frame in _message_closed(sequence, message_id, text, logprobs, output):
-                yield frame
-        for item in calls.values():
-            for frame in _call_closed(sequence, item, output):
-                yield frame
-        completed = _ended(header, settings, finish_reason, output, usage)
+                self.finish_reason = event.reason
+                if not (self.message_id or self.calls):
+                    frames += self._message_opened()  # an empty answer is one empty message
+        return b"".join(frames)
+
+    async def ended(self) -> bytes:
+        """Each output item done, then completed (kept first, for ``previous_response_id``)."""
+        sequence, output = self.sequence, self.output
+        frames: list[bytes] = []
+        if self.message_id:
+            frames += _message_closed(sequence, self.message_id, self.text, self.logprobs, output)
+        for item in self.calls.values():
+            frames += _call_closed(sequence, item, output)
+        completed = _ended(self.header, self.settings, self.finish_reason, output, self.usage)
         await self.reply.finished(completed)
-        yield sequence.frame(f"response.{completed['status']}", response=completed)
+        frames.append(sequence.frame(f"response.{completed['status']}", response=completed))
+        return b"".join(frames)
+
+    def _message_opened(self) -> list[bytes]:
+        self.message_id = _item_id("msg")
+        frames = _message_opened(self.sequence, self.message_id, len(self.output))
+        self.output.append(_message(self.message_id, "", "in_progress"))
+        return frames
 
     def failed(self, error: ApiError) -> bytes:
         """``response.failed`` with the output streamed so far."""
