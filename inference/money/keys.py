@@ -253,7 +253,7 @@ def _key_usage(key_id: int, now: datetime, seconds: int | None) -> tuple[_Usage,
     adapt = connection.ops.adapt_datetimefield_value
     minute = adapt(now - MINUTE)
     since = [adapt(now - timedelta(seconds=seconds))] if seconds else []
-    params = [key_id, adapt(now), minute, minute, "cache_hit", *since, key_id]
+    params = [key_id, adapt(now), minute, minute, "cache_hit", key_id, *since]
     with connection.cursor() as cursor:
         cursor.execute(_usage_sql(connection.vendor, bool(seconds)), params)
         row = cursor.fetchone()
@@ -263,10 +263,11 @@ def _key_usage(key_id: int, now: datetime, seconds: int | None) -> tuple[_Usage,
 
 @cache
 def _usage_sql(vendor: str, windowed: bool) -> str:
-    """The statement of ``_key_usage``: the spend of a window (``windowed``) or of all time."""
+    """The statement of ``_key_usage``: the spend of a window (``windowed``: a day or a
+    month, so the ledger rows are read from its start only) or of all time."""
     reservations = connection.ops.quote_name(BudgetReservation._meta.db_table)
     ledger = connection.ops.quote_name(LedgerEntry._meta.db_table)
-    spent = "CASE WHEN created_at > %s THEN cost_micro_usd END" if windowed else "cost_micro_usd"
+    since = " AND created_at > %s" if windowed else ""
     return (
         "SELECT held.requests, held.tokens, held.spent, "
         "billed.requests, billed.tokens, billed.spent FROM "
@@ -275,7 +276,7 @@ def _usage_sql(vendor: str, windowed: bool) -> str:
         "WHERE api_key_id = %s AND expires_at > %s) AS held, "
         "(SELECT COUNT(CASE WHEN created_at > %s THEN 1 END) AS requests, "
         "SUM(CASE WHEN created_at > %s AND kind <> %s THEN total_tokens END) AS tokens, "
-        f"SUM({spent}) AS spent FROM {ledger} WHERE api_key_id = %s) AS billed"
+        f"SUM(cost_micro_usd) AS spent FROM {ledger} WHERE api_key_id = %s{since}) AS billed"
     )
 
 
