@@ -99,8 +99,8 @@ TEMPLATES = [
 
 def _database(url: str) -> dict[str, Any]:
     # Connections live on in the worker threads of the /v1 pipeline (inference.database),
-    # checked before reuse.
-    database = dj_database_url.parse(url, conn_max_age=600, conn_health_checks=True)
+    # which checks one before reuse after a second idle (not before every unit of work).
+    database = dj_database_url.parse(url, conn_max_age=600, conn_health_checks=False)
     if database["ENGINE"] == "django.db.backends.sqlite3":
         # WAL + immediate transactions let several server processes share one file
         # without "database is locked" on read-then-write transactions.

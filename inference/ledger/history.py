@@ -2,24 +2,29 @@
 
 Synchronous ORM code, run by the pipeline inside its batched worker-thread calls.
 
-The newest messages of a conversation are kept in process (``HistoryCache``), under the
-version they were read at: the conversation's row count and newest id, which one indexed
-aggregate reads on every request. A turn this process writes is appended to its cached
-conversation once committed, under the version that write leads to; any other change (a
-turn written through another process, an erasure, a transaction of another process that
-commits late on PostgreSQL) changes the count, and the next request reads the rows again.
-So every process replays exactly what the database holds, and a process answering the
-same users again reads only the version.
+The newest messages of a conversation are kept in process (``HistoryCache``) with their
+ids, and a request reads them in one statement whatever happened since:
 
-When other processes only appended (turns written through another worker: with several
-workers, most requests of a user find the last turn written by another), the next request
-reads the rows newer than the cached newest id only, and keeps them if they are exactly
-what the count says was added; any other change reads the newest rows again.
+- never read here (or read with a smaller ``max_messages``): the newest rows;
+- read before: the row count and newest id from the oldest cached row up, and the rows
+  newer than the newest cached one. Unchanged, that is the cached rows' own count and
+  newest id, and no row. Only appended to (a turn written through another worker: with
+  several workers, most requests of a user find the last turn written by another), the
+  count grew by exactly the newer rows read, which are kept. Any other change (an
+  erasure, a row deleted, a transaction of another process that committed late on
+  PostgreSQL under an older id) reads the newest rows again.
+
+Rows older than the cached ones cannot change which rows are the newest ``max_messages``
+(when fewer are cached, the count is taken from the first row): the statement reads at
+most about ``max_messages`` index entries, not the whole conversation. A turn this
+process writes is appended to its cached conversation once committed. So every process
+replays exactly what the database holds, and a process answering the same users again
+reads no message it already has.
 """
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
 
@@ -37,13 +42,41 @@ from inference.neutral.types import Message, Role
 CACHE_CHARACTERS = 16 * 1024 * 1024
 _ROW_OVERHEAD = 200
 
+type Row = tuple[int, str, str]  # a stored message's id, role and content
+
 
 @dataclass(frozen=True)
 class CachedConversation:
-    count: int  # the rows the conversation had
-    newest: int  # and its newest row's id, when these messages were read
-    limit: int  # how many of the newest rows were read
-    messages: tuple[Message, ...]  # those rows, oldest first
+    limit: int  # how many of the newest rows were asked for (max_messages then)
+    ids: tuple[int, ...]  # the ids of the newest rows (at most ``limit``), oldest first
+    messages: tuple[Message, ...]  # those rows
+
+    @property
+    def newest(self) -> int:
+        return self.ids[-1] if self.ids else 0
+
+    @property
+    def floor(self) -> int:
+        """The id from which the conversation's rows are exactly the cached ones: the
+        oldest cached one's when there are ``limit`` of them (an older row, added or
+        removed, is not among the newest ``limit``), else 0 (they are all of it)."""
+        return self.ids[0] if len(self.ids) >= self.limit else 0
+
+    def serving(self, limit: int) -> "CachedConversation | None":
+        """It, as the newest ``limit`` rows of its version (asked for with a larger limit
+        when it holds the whole conversation), or None when it holds too few."""
+        if limit <= self.limit:
+            return self
+        if len(self.ids) < self.limit:
+            return CachedConversation(limit, self.ids, self.messages)
+        return None
+
+    def with_rows(self, rows: Iterable[Row]) -> "CachedConversation":
+        """With ``rows`` appended (newer than its own, ids in order)."""
+        added = list(rows)
+        ids = (*self.ids, *(id_ for id_, _, _ in added))
+        messages = (*self.messages, *(_message(role, content) for _, role, content in added))
+        return CachedConversation(self.limit, ids[-self.limit :], messages[-self.limit :])
 
     @cached_property
     def size(self) -> int:
@@ -61,26 +94,12 @@ class HistoryCache:
         self._conversations: OrderedDict[tuple[str, str], CachedConversation] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(
-        self, key: tuple[str, str], count: int, newest: int, limit: int
-    ) -> CachedConversation | None:
+    def get(self, key: tuple[str, str]) -> CachedConversation | None:
         with self._lock:
             found = self._conversations.get(key)
-            if found is None or (found.count, found.newest) != (count, newest):
-                return None
-            if found.limit < limit and found.count > len(found.messages):
-                return None  # read with a smaller max_messages than asked now
-            self._conversations.move_to_end(key)
+            if found is not None:
+                self._conversations.move_to_end(key)
             return found
-
-    def outdated(self, key: tuple[str, str], limit: int) -> CachedConversation | None:
-        """The conversation cached under ``key`` whatever its version, if it holds the
-        newest ``limit`` messages of that version."""
-        with self._lock:
-            found = self._conversations.get(key)
-        if found is None or (found.limit < limit and found.count > len(found.messages)):
-            return None
-        return found
 
     def put(self, key: tuple[str, str], conversation: CachedConversation) -> None:
         with self._lock:
@@ -98,10 +117,7 @@ class HistoryCache:
             found = self._conversations.get(key)
         if found is None or any(row.pk is None for row in rows):
             return
-        added = tuple(Message(role=_role(row.role), content=row.content) for row in rows)
-        messages = (*found.messages, *added)[-found.limit :]
-        newest = max(row.pk for row in rows)
-        self.put(key, CachedConversation(found.count + len(rows), newest, found.limit, messages))
+        self.put(key, found.with_rows((row.pk, row.role, row.content) for row in rows))
 
     def clear(self) -> None:
         with self._lock:
@@ -118,27 +134,23 @@ HISTORY_CACHE = HistoryCache()
 
 def load_history(user_id: str, model: str, limits: HistoryConfig) -> list[Message]:
     """The newest turns that fit ``max_messages`` and ``max_tokens``, oldest first."""
-    if limits.max_messages == 0:
+    limit = limits.max_messages
+    if limit == 0:
         return []
     key = (user_id, model)
+    cached = HISTORY_CACHE.get(key)
+    serving = cached.serving(limit) if cached is not None else None
     with connection.cursor() as cursor:
-        cursor.execute(_version_sql(connection.vendor), [user_id, model])
-        count, newest = cursor.fetchone()
-        newest = newest or 0
-        conversation = HISTORY_CACHE.get(key, count, newest, limits.max_messages)
+        conversation = None
+        if serving is not None:
+            conversation = _checked(cursor, key, serving)
         if conversation is None:
-            conversation = _caught_up(cursor, key, count, newest, limits.max_messages)
-        if conversation is None:
-            cursor.execute(
-                _newest_messages_sql(connection.vendor, limits.max_messages), [user_id, model]
-            )
-            rows = cursor.fetchall()
-            messages = tuple(
-                Message(role=role, content=content) for role, content in reversed(rows)
-            )
-            conversation = CachedConversation(count, newest, limits.max_messages, messages)
+            cursor.execute(_newest_messages_sql(connection.vendor, limit), [user_id, model])
+            rows: list[Row] = cursor.fetchall()
+            conversation = CachedConversation(limit, (), ()).with_rows(reversed(rows))
+        if conversation is not cached:
             HISTORY_CACHE.put(key, conversation)
-    return _window(conversation.messages[-limits.max_messages :], limits.max_tokens)
+    return _window(conversation.messages[-limit:], limits.max_tokens)
 
 
 def history_before(
@@ -154,30 +166,35 @@ def history_before(
         .order_by("-id")
         .values_list("role", "content")[: limits.max_messages]
     )
-    messages = [Message(role=_role(role), content=content) for role, content in reversed(rows)]
+    messages = [_message(role, content) for role, content in reversed(rows)]
     return _window(messages, limits.max_tokens)
 
 
-def _caught_up(
-    cursor: CursorWrapper, key: tuple[str, str], count: int, newest: int, limit: int
+def _checked(
+    cursor: CursorWrapper, key: tuple[str, str], cached: CachedConversation
 ) -> CachedConversation | None:
-    """The cached conversation with the rows other processes appended since it was read,
-    when that is all that changed: the rows newer than its newest id are exactly as many
-    as the count grew by (a row deleted, or one committed late under an older id, makes
-    them differ). None: read the newest rows again."""
-    cached = HISTORY_CACHE.outdated(key, limit)
-    if cached is None or not 0 < count - cached.count <= cached.limit:
-        return None
-    added = count - cached.count
-    cursor.execute(_newer_messages_sql(connection.vendor), [*key, cached.newest, added + 1])
-    rows = cursor.fetchall()
-    if len(rows) != added or rows[-1][0] != newest:
-        return None
-    appended = (Message(role=role, content=content) for _, role, content in rows)
-    messages = (*cached.messages, *appended)[-cached.limit :]
-    conversation = CachedConversation(count, newest, cached.limit, messages)
-    HISTORY_CACHE.put(key, conversation)
-    return conversation
+    """``cached`` as the database holds it now: itself when nothing changed, with the
+    rows another process appended when that is all that changed (the rows newer than its
+    newest are exactly as many as the count grew by), else None (read the newest rows
+    again)."""
+    user_id, model = key
+    cursor.execute(
+        _check_sql(connection.vendor),
+        [user_id, model, cached.floor, user_id, model, cached.newest, cached.limit + 1],
+    )
+    added: list[Row] = []
+    count = newest = 0
+    for number, most, role, content in cursor.fetchall():
+        if role is None:  # the count's row
+            count, newest = number, most or 0
+        else:
+            added.append((number, role, content))
+    if count == len(cached.ids) and newest == cached.newest:
+        return cached
+    added.sort()
+    if added and len(added) == count - len(cached.ids) and added[-1][0] == newest:
+        return cached.with_rows(added)
+    return None
 
 
 def _window(newest: Sequence[Message], max_tokens: int) -> list[Message]:
@@ -196,38 +213,35 @@ def _window(newest: Sequence[Message], max_tokens: int) -> list[Message]:
 
 
 @cache
-def _version_sql(vendor: str) -> str:
-    """The row count and newest id of a user's conversation with a model (the user id and
-    the model as parameters): an index range scan, no message text read."""
+def _check_sql(vendor: str) -> str:
+    """One row of the row count and newest id of a user's conversation with a model from
+    an id up (its role NULL), and one row of each row newer than another id, at most a
+    number of them (parameters: the user id, the model and the first id; the user id,
+    the model, the other id and the number). Both are ranges of the (user, model, id)
+    index."""
     table = connection.ops.quote_name(StoredMessage._meta.db_table)
-    return f"SELECT COUNT(*), MAX(id) FROM {table} WHERE user_id = %s AND model = %s"
+    return (
+        f"SELECT COUNT(*), MAX(id), NULL, NULL FROM {table} "
+        "WHERE user_id = %s AND model = %s AND id >= %s UNION ALL "
+        f"SELECT * FROM (SELECT id, CAST(NULL AS BIGINT), role, content FROM {table} "
+        "WHERE user_id = %s AND model = %s AND id > %s ORDER BY id LIMIT %s) AS newer"
+    )
 
 
 @cache
 def _newest_messages_sql(vendor: str, limit: int) -> str:
-    """The SQL of a user's newest ``limit`` messages, newest first, with the user id and
-    the model as its two parameters in that order. Built by the ORM once per limit: building
-    it for every request cost more CPU than running it."""
+    """The SQL of a user's newest ``limit`` messages (id, role, content), newest first,
+    with the user id and the model as its two parameters in that order. Built by the ORM
+    once per limit: building it for every request cost more CPU than running it."""
     newest = (
         StoredMessage.objects.filter(user_id="")
         .filter(model="")  # a second filter() keeps the parameters in this order
         .order_by("-id")
-        .values_list("role", "content")[:limit]
+        .values_list("id", "role", "content")[:limit]
     )
     sql: str
     sql, _ = newest.query.get_compiler(connection=connection).as_sql()
     return sql
-
-
-@cache
-def _newer_messages_sql(vendor: str) -> str:
-    """The SQL of a user's messages newer than an id, oldest first, at most a number of
-    them (parameters: the user id, the model, the id, the number)."""
-    table = connection.ops.quote_name(StoredMessage._meta.db_table)
-    return (
-        f"SELECT id, role, content FROM {table} "
-        "WHERE user_id = %s AND model = %s AND id > %s ORDER BY id LIMIT %s"
-    )
 
 
 def store_history(rows: list[StoredMessage]) -> None:
@@ -250,6 +264,10 @@ def history_rows(user_id: str, model: str, user_text: str, reply: str) -> list[S
         StoredMessage(user_id=user_id, model=model, role="user", content=_storable(user_text)),
         StoredMessage(user_id=user_id, model=model, role="assistant", content=_storable(reply)),
     ]
+
+
+def _message(role: str, content: str) -> Message:
+    return Message(role=_role(role), content=content)
 
 
 def _role(role: str) -> Role:

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
-from inference.database import in_database, lock_until_commit
+from inference.database import in_database, insert_rows, lock_until_commit
 from inference.models import BudgetReservation
 from inference.money.budgets import check_budgets
 from inference.money.caller import Caller
@@ -64,9 +64,8 @@ def admit(
         return None
     tokens = min(MAX_RESERVATION, estimate.total_tokens)
     with transaction.atomic():
-        lock_until_commit(f"budget:{caller.user_id}")
-        if limited_key is not None:
-            lock_until_commit(f"key:{limited_key.id}")
+        key_lock = [f"key:{limited_key.id}"] if limited_key is not None else []
+        lock_until_commit(f"budget:{caller.user_id}", *key_lock)
         for held, spent in finished:
             BudgetReservation.objects.filter(id=held).update(
                 tokens=spent.total_tokens, micro_usd=spent.cost_micro_usd or 0
@@ -75,11 +74,10 @@ def admit(
             check_key_valid(key.id, now)
         if not caller.limited:
             return None
-        BudgetReservation.objects.filter(user_id=caller.user_id, expires_at__lte=now).delete()
         check_budgets(caller.user_id, caller.caps, now)
         if limited_key is not None:
             check_key(limited_key, tokens if request else 0, now, request=request)
-        reservation = BudgetReservation.objects.create(
+        reservation = BudgetReservation(
             user_id=caller.user_id,
             tokens=tokens,
             micro_usd=estimate.cost_micro_usd or 0,
@@ -87,6 +85,7 @@ def admit(
             request=request,
             expires_at=now + RESERVATION_TTL,
         )
+        insert_rows([reservation], ids=True)  # its SQL built once, not for every call
     return reservation.id
 
 

@@ -18,9 +18,11 @@ import secrets
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any, Literal, cast
 
-from django.db.models import Count, Q, Sum
+from django.db import connection
+from django.db.models import Q, Sum
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -216,33 +218,14 @@ def check_key(grant: KeyGrant, tokens: int, now: datetime, *, request: bool) -> 
     ``tokens``); a later call of a request is admitted while the key is under its limits."""
     if not grant.limited:
         return
-    minute = Q(created_at__gt=now - MINUTE)
-    sums = {
-        "requests": Count("id", filter=minute),
-        # A turn the response cache answered is a request that spent no tokens.
-        "tokens": Sum("total_tokens", filter=minute & ~Q(kind="cache_hit")),
-    }
-    seconds = WINDOW_SECONDS[grant.budget_window]
-    spent_filter = Q(created_at__gt=now - timedelta(seconds=seconds)) if seconds else Q()
-    sums["spent"] = Sum("cost_micro_usd", filter=spent_filter)
-    # Reservations before the ledger: a request that ends between the two reads (its
-    # reservations replaced by its ledger row, committed) is then counted twice, never
-    # missed.
-    held = BudgetReservation.objects.filter(api_key_id=grant.id, expires_at__gt=now).aggregate(
-        requests=Count("id", filter=Q(request=True)), tokens=Sum("tokens"), spent=Sum("micro_usd")
-    )
-    billed = LedgerEntry.objects.filter(api_key_id=grant.id).aggregate(**sums)
+    held, billed = _key_usage(grant.id, now, WINDOW_SECONDS[grant.budget_window])
     if grant.budget_micro_usd is not None:
-        spent = (billed["spent"] or 0) + (held["spent"] or 0)
+        spent = billed.spent + held.spent
         if spent >= grant.budget_micro_usd:
-            raise _spent(grant, billed["spent"] or 0, spent, now)
+            raise _spent(grant, billed.spent, spent, now)
     checks = (
-        (
-            "requests",
-            grant.rpm if request else None,
-            (billed["requests"] or 0) + (held["requests"] or 0),
-        ),
-        ("tokens", grant.tpm, (billed["tokens"] or 0) + (held["tokens"] or 0) + tokens),
+        ("requests", grant.rpm if request else None, billed.requests + held.requests),
+        ("tokens", grant.tpm, billed.tokens + held.tokens + tokens),
     )
     for what, limit, used in checks:
         if limit is not None and _over(what, used, limit, tokens, request):
@@ -253,6 +236,48 @@ def check_key(grant: KeyGrant, tokens: int, now: datetime, *, request: bool) -> 
                 code="rate_limit_exceeded",
                 headers={"Retry-After": str(wait)},
             )
+
+
+@dataclass(frozen=True)
+class _Usage:
+    requests: int  # in the last minute
+    tokens: int  # in the last minute, cache hits left out
+    spent: int  # micro-USD in the key's budget window
+
+
+def _key_usage(key_id: int, now: datetime, seconds: int | None) -> tuple[_Usage, _Usage]:
+    """What the key's calls in flight hold (their reservations, expired ones left out) and
+    what its ledger rows billed (requests and tokens in the last minute, the spend of the
+    last ``seconds``, or ever), at one moment: one statement, written out, because the ORM
+    built its two aggregates in about 2 ms against 0.15 ms for the database to answer."""
+    adapt = connection.ops.adapt_datetimefield_value
+    minute = adapt(now - MINUTE)
+    since = [adapt(now - timedelta(seconds=seconds))] if seconds else []
+    params = [key_id, adapt(now), minute, minute, "cache_hit", key_id, *since]
+    with connection.cursor() as cursor:
+        cursor.execute(_usage_sql(connection.vendor, bool(seconds)), params)
+        row = cursor.fetchone()
+    numbers = [int(value or 0) for value in row]
+    return _Usage(*numbers[:3]), _Usage(*numbers[3:])
+
+
+@cache
+def _usage_sql(vendor: str, windowed: bool) -> str:
+    """The statement of ``_key_usage``: the spend of a window (``windowed``: a day or a
+    month, so the ledger rows are read from its start only) or of all time."""
+    reservations = connection.ops.quote_name(BudgetReservation._meta.db_table)
+    ledger = connection.ops.quote_name(LedgerEntry._meta.db_table)
+    since = " AND created_at > %s" if windowed else ""
+    return (
+        "SELECT held.requests, held.tokens, held.spent, "
+        "billed.requests, billed.tokens, billed.spent FROM "
+        "(SELECT COUNT(CASE WHEN request THEN 1 END) AS requests, SUM(tokens) AS tokens, "
+        f"SUM(micro_usd) AS spent FROM {reservations} "
+        "WHERE api_key_id = %s AND expires_at > %s) AS held, "
+        "(SELECT COUNT(CASE WHEN created_at > %s THEN 1 END) AS requests, "
+        "SUM(CASE WHEN created_at > %s AND kind <> %s THEN total_tokens END) AS tokens, "
+        f"SUM(cost_micro_usd) AS spent FROM {ledger} WHERE api_key_id = %s{since}) AS billed"
+    )
 
 
 def _spent(grant: KeyGrant, billed: int, spent: int, now: datetime) -> ApiError:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, cast
 
+from django.db.models import Q
 from django.utils import timezone
 
 from inference.database import insert_rows
@@ -93,15 +94,19 @@ def charge(
 
 
 def settle(charges: Sequence[Charge], erasures: Erasures | None = None) -> None:
-    """Write the charges' ledger rows and drop the reservations they replace.
-    ``erasures``: of the charges' users, when the caller has them already."""
+    """Write the charges' ledger rows and drop the reservations they replace, with any of
+    their users' reservations that expired (left by a crashed process: no check counts
+    them any more), in the same statement. ``erasures``: of the charges' users, when the
+    caller has them already."""
     now = timezone.now()
     if erasures is None:
         erasures = erasures_of({charge.user_id for charge in charges if charge.started_at})
     insert_rows([_row(charge, now, erasures) for charge in charges])
     reservations = [id_ for charge in charges for id_ in charge.reservations]
     if reservations:
-        BudgetReservation.objects.filter(id__in=reservations).delete()
+        holders = {charge.user_id for charge in charges if charge.reservations}
+        expired = Q(user_id__in=holders, expires_at__lte=now)
+        BudgetReservation.objects.filter(Q(id__in=reservations) | expired).delete()
 
 
 def _row(charge: Charge, now: datetime, erasures: Erasures) -> LedgerEntry:

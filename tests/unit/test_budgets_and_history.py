@@ -151,11 +151,16 @@ def written_by_this_process(
         )
 
 
-def replayed(user: str = "u", limits: HistoryConfig | None = None) -> tuple[list[str], int]:
-    """The replayed contents, and how many queries reading them took."""
+def replayed(user: str = "u", limits: HistoryConfig | None = None) -> tuple[list[str], list[str]]:
+    """The replayed contents, and the statements reading them: "newest" (the newest rows)
+    or "check" (the cached rows' count and newest id, with any newer rows)."""
     with CaptureQueriesContext(connection) as queries:
         history = load_history(user, "m", limits or HistoryConfig())
-    return [message.content for message in history], len(queries)
+    statements = [
+        "check" if "UNION ALL" in query["sql"] else "newest" if " DESC" in query["sql"] else "?"
+        for query in queries.captured_queries
+    ]
+    return [message.content for message in history], statements
 
 
 def test_a_conversation_this_process_wrote_is_replayed_from_its_cache(
@@ -164,11 +169,11 @@ def test_a_conversation_this_process_wrote_is_replayed_from_its_cache(
     written_by_this_process(
         django_capture_on_commit_callbacks, "u", "m", ("user", "q1"), ("assistant", "a1")
     )
-    assert replayed() == (["q1", "a1"], 2)  # the version, then the rows
+    assert replayed() == (["q1", "a1"], ["newest"])
     written_by_this_process(
         django_capture_on_commit_callbacks, "u", "m", ("user", "q2"), ("assistant", "a2")
     )
-    assert replayed() == (["q1", "a1", "q2", "a2"], 1)  # the version only
+    assert replayed() == (["q1", "a1", "q2", "a2"], ["check"])
 
 
 def test_a_turn_written_elsewhere_is_read_again(
@@ -177,7 +182,7 @@ def test_a_turn_written_elsewhere_is_read_again(
     written_by_this_process(
         django_capture_on_commit_callbacks, "u", "m", ("user", "q1"), ("assistant", "a1")
     )
-    assert replayed() == (["q1", "a1"], 2)
+    assert replayed() == (["q1", "a1"], ["newest"])
     store("u", "m", ("user", "from another process"), ("assistant", "a2"))  # not through the cache
     written_by_this_process(
         django_capture_on_commit_callbacks, "u", "m", ("user", "q3"), ("assistant", "a3")
@@ -186,23 +191,14 @@ def test_a_turn_written_elsewhere_is_read_again(
     assert contents == ["q1", "a1", "from another process", "a2", "q3", "a3"]
 
 
-def read_in_full(user: str = "u", limits: HistoryConfig | None = None) -> tuple[list[str], bool]:
-    """The replayed contents, and whether the newest rows were read again (newest first,
-    where the rows newer than the cached ones are read oldest first)."""
-    with CaptureQueriesContext(connection) as queries:
-        history = load_history(user, "m", limits or HistoryConfig())
-    reads = [query["sql"] for query in queries.captured_queries[1:]]
-    return [message.content for message in history], any(" DESC" in sql for sql in reads)
-
-
 def test_turns_another_process_appended_are_read_alone_and_kept_within_max_messages() -> None:
     limits = HistoryConfig(max_messages=4)
     store("u", "m", ("user", "q1"), ("assistant", "a1"), ("user", "q2"), ("assistant", "a2"))
-    assert replayed(limits=limits) == (["q1", "a1", "q2", "a2"], 2)
+    assert replayed(limits=limits) == (["q1", "a1", "q2", "a2"], ["newest"])
     store("u", "m", ("user", "q3"), ("assistant", "a3"))  # through another worker
 
-    assert read_in_full(limits=limits) == (["q2", "a2", "q3", "a3"], False)
-    assert replayed(limits=limits) == (["q2", "a2", "q3", "a3"], 1)
+    assert replayed(limits=limits) == (["q2", "a2", "q3", "a3"], ["check"])
+    assert replayed(limits=limits) == (["q2", "a2", "q3", "a3"], ["check"])
 
 
 def test_a_deletion_beside_appended_turns_reads_the_newest_rows_again() -> None:
@@ -211,7 +207,7 @@ def test_a_deletion_beside_appended_turns_reads_the_newest_rows_again() -> None:
     StoredMessage.objects.filter(content="q1").delete()
     store("u", "m", ("user", "q3"), ("assistant", "a3"))
 
-    assert read_in_full() == (["q2", "a2", "q3", "a3"], True)
+    assert replayed() == (["q2", "a2", "q3", "a3"], ["check", "newest"])
 
 
 def test_a_turn_committed_late_under_an_older_id_reads_the_newest_rows_again() -> None:
@@ -222,7 +218,22 @@ def test_a_turn_committed_late_under_an_older_id_reads_the_newest_rows_again() -
     for pk, content in ((15, "late"), (30, "q2")):
         StoredMessage.objects.create(pk=pk, user_id="u", model="m", role="user", content=content)
 
-    assert read_in_full() == (["q1", "late", "a1", "q2"], True)
+    assert replayed() == (["q1", "late", "a1", "q2"], ["check", "newest"])
+
+
+def test_a_row_older_than_the_newest_max_messages_changes_nothing_and_is_not_read() -> None:
+    """Only the rows from the oldest cached one up are counted: a late commit (or a
+    deletion) below them leaves the newest ``max_messages`` as they were."""
+    limits = HistoryConfig(max_messages=2)
+    for pk, content in ((10, "q1"), (20, "a1"), (30, "q2"), (40, "a2")):
+        StoredMessage.objects.create(pk=pk, user_id="u", model="m", role="user", content=content)
+    assert replayed(limits=limits) == (["q2", "a2"], ["newest"])
+    StoredMessage.objects.create(pk=15, user_id="u", model="m", role="user", content="late")
+    StoredMessage.objects.filter(pk=10).delete()
+
+    assert replayed(limits=limits) == (["q2", "a2"], ["check"])
+    StoredMessage.objects.create(pk=35, user_id="u", model="m", role="user", content="later")
+    assert replayed(limits=limits) == (["later", "a2"], ["check", "newest"])
 
 
 def test_an_erased_conversation_is_not_replayed(
@@ -231,19 +242,32 @@ def test_an_erased_conversation_is_not_replayed(
     written_by_this_process(
         django_capture_on_commit_callbacks, "u", "m", ("user", "q1"), ("assistant", "a1")
     )
-    assert replayed() == (["q1", "a1"], 2)
+    assert replayed() == (["q1", "a1"], ["newest"])
     StoredMessage.objects.filter(user_id="u").delete()
-    assert replayed() == ([], 2)
+    assert replayed() == ([], ["check", "newest"])
+    assert replayed() == ([], ["check"])
 
 
 def test_a_larger_max_messages_reads_the_rows_again() -> None:
     store(
         "u", "m", *[("user" if index % 2 == 0 else "assistant", f"m{index}") for index in range(8)]
     )
-    assert replayed(limits=HistoryConfig(max_messages=2)) == (["m6", "m7"], 2)
-    assert replayed(limits=HistoryConfig(max_messages=2)) == (["m6", "m7"], 1)
-    contents, queries = replayed(limits=HistoryConfig(max_messages=4))
-    assert (contents, queries) == (["m4", "m5", "m6", "m7"], 2)
+    assert replayed(limits=HistoryConfig(max_messages=2)) == (["m6", "m7"], ["newest"])
+    assert replayed(limits=HistoryConfig(max_messages=2)) == (["m6", "m7"], ["check"])
+    assert replayed(limits=HistoryConfig(max_messages=4)) == (
+        ["m4", "m5", "m6", "m7"],
+        ["newest"],
+    )
+
+
+def test_a_conversation_cached_whole_serves_a_larger_max_messages_and_keeps_growing() -> None:
+    store("u", "m", ("user", "q1"), ("assistant", "a1"), ("user", "q2"))
+    assert replayed(limits=HistoryConfig(max_messages=4)) == (["q1", "a1", "q2"], ["newest"])
+    limits = HistoryConfig(max_messages=10)
+    assert replayed(limits=limits) == (["q1", "a1", "q2"], ["check"])
+    store("u", "m", ("assistant", "a2"), ("user", "q3"), ("assistant", "a3"))
+
+    assert replayed(limits=limits) == (["q1", "a1", "q2", "a2", "q3", "a3"], ["check"])
 
 
 def test_the_cache_keeps_the_most_recently_used_conversations_within_its_size() -> None:
@@ -251,18 +275,14 @@ def test_the_cache_keeps_the_most_recently_used_conversations_within_its_size() 
 
     def conversation(newest: int) -> CachedConversation:  # 451 characters with overhead
         return CachedConversation(
-            2, newest, 50, (Message("user", "q" * 50), Message("assistant", "a"))
+            50, (newest - 1, newest), (Message("user", "q" * 50), Message("assistant", "a"))
         )
 
-    for user, newest in (("a", 1), ("b", 2), ("c", 3)):
+    for user, newest in (("a", 2), ("b", 3), ("c", 4)):
         cache.put((user, "m"), conversation(newest))
-    assert cache.get(("a", "m"), 2, 1, 50) is not None  # a is now the most recently used
-    assert cache.get(("a", "m"), 2, 9, 50) is None  # a newer version is a miss
-    cache.put(("d", "m"), conversation(4))
-    found = {
-        user: cache.get((user, "m"), 2, newest, 50) is not None
-        for user, newest in (("a", 1), ("b", 2), ("c", 3), ("d", 4))
-    }
+    assert cache.get(("a", "m")) == conversation(2)  # a is now the most recently used
+    cache.put(("d", "m"), conversation(5))
+    found = {user: cache.get((user, "m")) is not None for user in "abcd"}
     assert found == {"a": True, "b": False, "c": True, "d": True}
 
 
