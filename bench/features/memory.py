@@ -8,9 +8,10 @@ against the same agent without it, side by side in one run.
    is under 20 ms of CPU.
 2. Over HTTP: the fake upstream (chat and embeddings), the bare relay and two gateways:
    ``plain`` (the bench agent) and ``memory`` (the same agent with ``memory`` and 50
-   memories for each bench user, so each request embeds its message and recalls). The
-   server CPU per request is printed against ``plain``. Extraction is left out: it is a
-   model call of its own, after the reply.
+   memories for each bench user, so each request embeds its message and recalls). Its
+   embedder asks for 1,536 dimensions (text-embedding-3-small's), so each recall reads
+   a vector of the size a real one does. The server CPU per request is printed against
+   ``plain``. Extraction is left out: it is a model call of its own, after the reply.
 
     .venv/bin/python -m bench.features.memory [--rounds 3] [--seconds 3] [--memories 10000]
 """
@@ -34,7 +35,7 @@ CLIENTS = (1, 16)
 DIMENSIONS = 1536
 TARGET_MS = 20.0
 MEMORY = (
-    "embedders: [{name: embed, provider: openai, model: e}]\n"
+    f"embedders: [{{name: embed, provider: openai, model: e, dimensions: {DIMENSIONS}}}]\n"
     "agents:\n"
     "  - {name: bench, provider: openai, model: m, preamble: You are a benchmark.,"
     " memory: {embedder: embed}}\n"
