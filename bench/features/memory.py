@@ -13,7 +13,12 @@ against the same agent without it, side by side in one run.
    a vector of the size a real one does. The server CPU per request is printed against
    ``plain``. Extraction is left out: it is a model call of its own, after the reply.
 
+With ``--baseline DIR`` (another checkout, e.g. ``git worktree add /tmp/base <commit>``),
+that checkout's memory gateway is one more target, ``memory-base`` (the same config and
+memories), so a change to memory and the commit before it are measured in one run.
+
     .venv/bin/python -m bench.features.memory [--rounds 3] [--seconds 3] [--memories 10000]
+        [--baseline DIR]
 """
 
 import argparse
@@ -29,7 +34,7 @@ import numpy as np
 from bench.harness.load import Cell, Target, interleave, print_cpu
 from bench.harness.processes import floor
 from bench.harness.workload import bench_config
-from tests.server import GatewayServer
+from tests.server import PROJECT_DIR, GatewayServer
 
 CLIENTS = (1, 16)
 DIMENSIONS = 1536
@@ -48,6 +53,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--baseline", type=Path, help="another checkout to measure beside")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         cold, warm = _recall_cpu(Path(workdir), options.memories)
@@ -55,7 +61,7 @@ def main() -> None:
     print(f"  cold (first recall of the process) {cold:7.2f}")
     print(f"  warm (every later one)            {warm:7.2f}   target < {TARGET_MS:g}: ", end="")
     print(f"{warm / TARGET_MS:4.2f} of it")
-    _over_http(options.rounds, options.seconds)
+    _over_http(options.rounds, options.seconds, options.baseline)
 
 
 def _recall_cpu(workdir: Path, count: int) -> tuple[float, float]:
@@ -88,25 +94,30 @@ def _recall_cpu(workdir: Path, count: int) -> tuple[float, float]:
     return cold, warm
 
 
-def _over_http(rounds: int, seconds: float) -> None:
+def _over_http(rounds: int, seconds: float, baseline: Path | None) -> None:
     with tempfile.TemporaryDirectory() as workdir, floor() as base:
-        plain_dir, memory_dir = Path(workdir) / "plain", Path(workdir) / "memory"
-        plain_dir.mkdir()
-        memory_dir.mkdir()
         config = bench_config(base.upstream).split("agents:")[0] + MEMORY
-        plain = GatewayServer(plain_dir, bench_config(base.upstream)).start()
-        memory = GatewayServer(memory_dir, config).start()
+        servers = {
+            "plain": (bench_config(base.upstream), PROJECT_DIR),
+            "memory": (config, PROJECT_DIR),
+        }
+        if baseline is not None:
+            servers["memory-base"] = (config, baseline.resolve())
+        started: list[GatewayServer] = []
+        targets = [base.relay]
         try:
-            _seed(memory)
-            targets = [
-                base.relay,
-                Target("plain", f"{plain.url}/v1", plain.pid),
-                Target("memory", f"{memory.url}/v1", memory.pid),
-            ]
+            for name, (text, project) in servers.items():
+                directory = Path(workdir) / name
+                directory.mkdir()
+                server = GatewayServer(directory, text, project_dir=project).start()
+                started.append(server)
+                if name != "plain":
+                    _seed(server)
+                targets.append(Target(name, f"{server.url}/v1", server.pid))
             results = asyncio.run(interleave(targets, CLIENTS, rounds, seconds))
         finally:
-            plain.stop()
-            memory.stop()
+            for server in started:
+                server.stop()
     print(f"\n{rounds} round(s) of {seconds:g} s slices; server CPU ms/request")
     print_cpu(targets, results, CLIENTS, _ratios)
 
@@ -120,7 +131,12 @@ def _seed(server: GatewayServer) -> None:
 
 
 def _ratios(cells: dict[str, Cell]) -> str:
-    return f"memory/plain {cells['memory'].cpu_ms / cells['plain'].cpu_ms:4.2f}"
+    ratios = f"memory/plain {cells['memory'].cpu_ms / cells['plain'].cpu_ms:4.2f}"
+    if "memory-base" in cells:
+        base = cells["memory-base"].cpu_ms
+        ratios += f"  memory-base/plain {base / cells['plain'].cpu_ms:4.2f}"
+        ratios += f"  memory/memory-base {cells['memory'].cpu_ms / base:4.2f}"
+    return ratios
 
 
 if __name__ == "__main__":
