@@ -5,7 +5,10 @@ against the same agent without it, side by side in one run.
    1,536 dimensions. The CPU of a recall's database and similarity work (the rows'
    version check, the vectors held in process, the top 5 by cosine), first cold (the
    vectors read and normalized), then warm, as every later turn of that user. The target
-   is under 20 ms of CPU.
+   is under 20 ms of CPU. And the CPU of reading the query's embedding from an OpenAI
+   answer (a dense vector of 1,536 float32 values) and handing it to the recall: as
+   JSON numbers, as the gateway once asked and a server that ignores
+   ``encoding_format`` answers, and as base64, as it asks now.
 2. Over HTTP: the fake upstream (chat and embeddings), the bare relay and two gateways:
    ``plain`` (the bench agent) and ``memory`` (the same agent with ``memory`` and 50
    memories for each bench user, so each request embeds its message and recalls). Its
@@ -23,9 +26,11 @@ memories), so a change to memory and the commit before it are measured in one ru
 
 import argparse
 import asyncio
+import base64
 import os
 import tempfile
 import time
+import timeit
 from pathlib import Path
 
 import httpx
@@ -61,6 +66,10 @@ def main() -> None:
     print(f"  cold (first recall of the process) {cold:7.2f}")
     print(f"  warm (every later one)            {warm:7.2f}   target < {TARGET_MS:g}: ", end="")
     print(f"{warm / TARGET_MS:4.2f} of it")
+    numbers, encoded = _reading_cpu()
+    print(f"reading one embedding of {DIMENSIONS} dimensions from the upstream, CPU us:")
+    print(f"  as JSON numbers {numbers:7.1f}")
+    print(f"  as base64       {encoded:7.1f}   base64/numbers {encoded / numbers:4.2f}")
     _over_http(options.rounds, options.seconds, options.baseline)
 
 
@@ -92,6 +101,31 @@ def _recall_cpu(workdir: Path, count: int) -> tuple[float, float]:
     cold = one_recall()
     warm = sorted(one_recall() for _ in range(50))[25]
     return cold, warm
+
+
+def _reading_cpu() -> tuple[float, float]:
+    """CPU microseconds of reading one embedding from an answer's body and making the
+    recall's query of it, as numbers and as base64 (best of 5 runs of 1,000)."""
+    from core import fastjson
+    from inference.providers.openai_format import embedding_vector
+
+    drawn = np.random.default_rng(7).standard_normal(DIMENSIONS).astype(np.float32)
+    vector = drawn / np.linalg.norm(drawn)
+    bodies = [
+        fastjson.dumps({"data": [{"index": 0, "embedding": embedding}]})
+        for embedding in (vector.tolist(), base64.b64encode(vector.tobytes()).decode())
+    ]
+
+    def cpu(body: bytes) -> float:
+        def read() -> None:
+            embedding = fastjson.loads(body)["data"][0]["embedding"]
+            np.asarray(embedding_vector(embedding), dtype=np.float32)
+
+        runs = timeit.repeat(read, number=1000, repeat=5, timer=time.process_time)
+        return min(runs) * 1000
+
+    numbers, encoded = (cpu(body) for body in bodies)
+    return numbers, encoded
 
 
 def _over_http(rounds: int, seconds: float, baseline: Path | None) -> None:

@@ -80,7 +80,7 @@ class OpenAIFormatProvider(Provider):
         rows = sorted(answer["data"], key=lambda row: row["index"])
         tokens = (answer.get("usage") or {}).get("prompt_tokens")
         return Embeddings(
-            tuple(_vector(row["embedding"]) for row in rows),
+            tuple(embedding_vector(row["embedding"]) for row in rows),
             None if tokens is None else int(tokens),
         )
 
@@ -296,7 +296,7 @@ def _chunk_events(chunk: dict[str, Any]) -> list[StreamEvent]:
     return events
 
 
-def _vector(embedding: str | list[float]) -> Vector:
+def embedding_vector(embedding: str | list[float]) -> Vector:
     """An embedding as it came: base64 of little-endian float32, or JSON numbers."""
     if isinstance(embedding, str):
         return unpacked(base64.b64decode(embedding, validate=True))
