@@ -133,13 +133,15 @@ def test_an_unreadable_base64_vector_is_a_502(
     client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str, embedding: str
 ) -> None:
     data = [{"object": "embedding", "index": 0, "embedding": embedding}]
-    fakes["openai"].answer_when(
-        lambda recorded: recorded.path.endswith("/embeddings"),
+    fakes["openai"].answer_when(  # this test's input only: the rule outlives the test
+        lambda recorded: (
+            isinstance(recorded.body, dict) and recorded.body.get("input") == ["unreadable"]
+        ),
         Reply(raw_body={"object": "list", "data": data, "model": "m"}),
     )
 
     with pytest.raises(openai.APIStatusError) as failed:
-        client.embeddings.create(model="openai-embedder", input="x", user=user_id)
+        client.embeddings.create(model="openai-embedder", input="unreadable", user=user_id)
 
     assert failed.value.status_code == 502
 
