@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from django.utils import timezone
 
 from agents.schema import AgentCacheConfig, AgentConfig, Config
+from core.float32 import Vector
 from core.logformat import log_failure
 from core.metrics import observe_cache_gated
 from inference.cache.entries import Entry, storable
@@ -169,9 +170,7 @@ class CachedCalls:
         if opened.result is not None:
             opened.result = await self._kept(request, keys, vector, opened.result)
 
-    async def _look_up(
-        self, request: ChatRequest
-    ) -> tuple[CallKeys, tuple[float, ...] | None, Found | None]:
+    async def _look_up(self, request: ChatRequest) -> tuple[CallKeys, Vector | None, Found | None]:
         """The call's keys, its question's embedding (semantic mode, once asked for), and
         the entry that answers it, if the request may read one (semantic mode: the most
         similar question's, when the gate lets it through)."""
@@ -220,7 +219,7 @@ class CachedCalls:
         self,
         request: ChatRequest,
         keys: CallKeys,
-        vector: tuple[float, ...] | None,
+        vector: Vector | None,
         result: CallResult,
     ) -> CallResult:
         """The miss's result, its reply kept when it may be."""
@@ -236,7 +235,7 @@ class CachedCalls:
         RECENT.put(Found(keys.key, entry), agent, user_id, settings.ttl)
         return replace(result, cache=CacheOutcome("miss", key=keys.key))
 
-    async def _embedding(self, question: str) -> tuple[float, ...] | None:
+    async def _embedding(self, question: str) -> Vector | None:
         """The question's vector from the cache's embedder (charged to the agent, outside
         the user's budget); None when it cannot be had (the call goes on uncached)."""
         embedder = self.config.embedder(self.settings.embedder or "")

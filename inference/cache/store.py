@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import connection
 
-from core.float32 import packed
+from core.float32 import Vector, packed
 from inference.cache.entries import Entry, dumps, loads
 from inference.cache.keys import CallKeys
 from inference.models import CachedReply
@@ -41,7 +41,7 @@ class NewEntry:
     user_id: str
     entry: Entry
     ttl: int  # seconds
-    vector: tuple[float, ...] | None = None  # the question's embedding (semantic mode)
+    vector: Vector | None = None  # the question's embedding (semantic mode)
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def find(key: str, now: datetime) -> Found | None:
     return Found(key, loads(row[0])) if row is not None else None
 
 
-def nearest(context: str, vector: Sequence[float], least: float, now: datetime) -> Found | None:
+def nearest(context: str, vector: Vector, least: float, now: datetime) -> Found | None:
     """The entry of ``context`` whose question is most similar to ``vector``, when the
     cosine similarity is at least ``least``."""
     import numpy as np

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agents.schema import AgentConfig, Config, JudgeConfig
+from core.float32 import Vector
 from inference.cache.entries import loads
 from inference.cache.gate import disagreement
 from inference.calls.asking import Billing, ask
@@ -93,7 +94,7 @@ def recorded(agent: str, limit: int) -> list[Recorded]:
 
 def near_pairs(
     questions: Sequence[Recorded],
-    vectors: Sequence[Sequence[float]],
+    vectors: Sequence[Vector],
     threshold: float,
     gated: bool,
 ) -> list[Pair]:

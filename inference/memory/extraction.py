@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.schema import AgentConfig, Config
+from core.float32 import Vector
 from inference.calls.asking import Billing, ask
 from inference.database import in_database, lock_until_commit
 from inference.engine import Engine
@@ -152,7 +153,7 @@ def _facts(text: str) -> list[str]:
 
 
 def _keep_novel(
-    exchange: TurnToLearn, embedder: str, facts: list[tuple[str, tuple[float, ...]]], dedup: float
+    exchange: TurnToLearn, embedder: str, facts: list[tuple[str, Vector]], dedup: float
 ) -> int:
     """Store each fact less similar than ``dedup`` to every stored memory and to the facts
     kept before it; under a lock per user, so two extractions cannot both keep one fact."""
@@ -163,7 +164,7 @@ def _keep_novel(
         ):
             return 0
         held = shelf(exchange.caller.user_id, exchange.agent.name, embedder)
-        novel: list[tuple[str, tuple[float, ...]]] = []
+        novel: list[tuple[str, Vector]] = []
         for text, vector in facts:
             if held.most_similar(vector) >= dedup:
                 continue
@@ -181,7 +182,8 @@ def _keep_novel(
     return len(novel)
 
 
-def _cosine(first: tuple[float, ...], second: tuple[float, ...]) -> float:
-    dot = sum(a * b for a, b in zip(first, second, strict=True))
-    norms = sum(a * a for a in first) ** 0.5 * sum(b * b for b in second) ** 0.5
-    return dot / norms if norms else 0.0
+def _cosine(first: Vector, second: Vector) -> float:
+    import numpy as np
+
+    norms = float(np.linalg.norm(first) * np.linalg.norm(second))
+    return float(first @ second) / norms if norms else 0.0

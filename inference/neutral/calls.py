@@ -16,6 +16,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from core.float32 import Vector
 from inference.neutral.types import ChatRequest, ChatResponse, StreamEvent, Usage
 
 type CacheResult = Literal["hit", "miss", "bypass"]
@@ -98,7 +99,7 @@ class Embedded:
     """An embedding call as the gateway accounts for it: the vectors, the prompt tokens
     (the provider's count, else estimated) with their cost, and who answered."""
 
-    vectors: tuple[tuple[float, ...], ...]
+    vectors: tuple[Vector, ...]  # as ``Embeddings.vectors``
     usage: Usage
     answered_by: Answerer
 

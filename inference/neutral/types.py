@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from core.float32 import Vector
 from core.providerkinds import WireFormat
 
 Role = Literal["user", "assistant", "tool"]
@@ -325,7 +326,9 @@ class EmbeddingRequest:
 
 @dataclass(frozen=True)
 class Embeddings:
-    vectors: tuple[tuple[float, ...], ...]  # one per text, in order
+    # One one-dimensional array per input, in order: float32 where the provider sent
+    # float32 bytes (OpenAI's base64), float64 where it sent JSON numbers (as sent).
+    vectors: tuple[Vector, ...]
     prompt_tokens: int | None  # the provider's count (None: it gives none)
 
 

@@ -6,6 +6,7 @@ from typing import Any
 import httpx
 from httpx_sse import ServerSentEvent
 
+from core.float32 import from_numbers
 from inference.neutral.types import (
     ChatRequest,
     ChatResponse,
@@ -63,7 +64,7 @@ class CohereProvider(Provider):
         if request.dimensions is not None:
             body["output_dimension"] = request.dimensions
         answer = await self.post_json(f"{self.base_url}/v2/embed", body)
-        vectors = tuple(tuple(float(x) for x in row) for row in answer["embeddings"]["float"])
+        vectors = tuple(from_numbers(row) for row in answer["embeddings"]["float"])
         billed = ((answer.get("meta") or {}).get("billed_units") or {}).get("input_tokens")
         return Embeddings(vectors, None if billed is None else int(billed))
 

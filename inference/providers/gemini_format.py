@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import httpx
 from httpx_sse import ServerSentEvent
 
+from core.float32 import from_numbers
 from inference.neutral.types import (
     Block,
     ChatRequest,
@@ -83,7 +84,7 @@ class GeminiProvider(Provider):
             requests.append(one)
         url = self.model_url(request.model, "batchEmbedContents")
         answer = await self.post_json(url, {"requests": requests})
-        vectors = tuple(tuple(float(x) for x in item["values"]) for item in answer["embeddings"])
+        vectors = tuple(from_numbers(item["values"]) for item in answer["embeddings"])
         return Embeddings(vectors, None)  # Gemini reports no usage for embeddings
 
     async def count_tokens(self, request: ChatRequest) -> int | None:

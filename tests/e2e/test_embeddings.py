@@ -2,8 +2,11 @@
 through the real server with the official SDK: shapes, encodings, dimensions, what each
 provider is sent, billing to the user, and errors."""
 
+import base64
+import json
 import math
 import sqlite3
+import struct
 from typing import Any
 
 import httpx
@@ -11,6 +14,7 @@ import openai
 import pytest
 
 from tests.fakes.base import FakeUpstream, Reply, fake_vector
+from tests.fakes.openai_upstream import OpenAIUpstream, float32_embedding
 from tests.frameworks import run_client
 from tests.server import GatewayServer
 from tests.upstreams import EMBEDDING_KINDS
@@ -63,6 +67,83 @@ def test_one_string_in_base64_with_dimensions(
         "cohere": lambda: sent["output_dimension"],
     }[kind]()
     assert given == 8
+
+
+TEXTS = ["I work on the billing team", "pasta recipe"]
+
+
+def as_openai_prints(text: str) -> list[str]:
+    """The numbers of ``text``'s vector as OpenAI writes them in JSON (its float32
+    values), as text: what a client that asked for floats reads, digit for digit."""
+    numbers: list[str] = json.loads(
+        json.dumps(float32_embedding(fake_vector(text), "float")), parse_float=str
+    )
+    return numbers
+
+
+def embeddings_of(gateway: GatewayServer, encoding: str, user: str) -> list[Any]:
+    """The ``embedding`` of each text, its numbers as text (base64: as sent)."""
+    response = httpx.post(
+        f"{gateway.url}/v1/embeddings",
+        json={
+            "model": "openai-embedder",
+            "input": TEXTS,
+            "encoding_format": encoding,
+            "user": user,
+        },
+    )
+    assert response.status_code == 200, response.text
+    return [item["embedding"] for item in json.loads(response.text, parse_float=str)["data"]]
+
+
+@pytest.mark.parametrize("ignored", [False, True], ids=["honoured", "ignored-upstream"])
+def test_an_openai_embedder_is_asked_for_base64_and_every_client_encoding_reads_the_same(
+    gateway: GatewayServer,
+    client: openai.OpenAI,
+    openai_fake: OpenAIUpstream,
+    user_id: str,
+    ignored: bool,
+) -> None:
+    """The gateway reads float32 bytes instead of 1,536 numbers; a client that asked for
+    floats gets OpenAI's numbers digit for digit, one that asked for base64 (the SDK)
+    their bytes, also from a server that answers numbers whatever it is asked."""
+    openai_fake.ignores_encoding_format = ignored
+
+    floats = embeddings_of(gateway, "float", user_id)
+    encoded = embeddings_of(gateway, "base64", user_id)
+    decoded = client.embeddings.create(model="openai-embedder", input=TEXTS, user=user_id)
+
+    assert [sent.body["encoding_format"] for sent in openai_fake.requests] == ["base64"] * 3
+    asked = {"model": "m", "input": "x", "encoding_format": "base64"}
+    answered = httpx.post(f"{openai_fake.base_url}/embeddings", json=asked).json()
+    assert isinstance(answered["data"][0]["embedding"], list if ignored else str)
+    assert floats == [as_openai_prints(text) for text in TEXTS]
+    assert [base64.b64decode(item) for item in encoded] == [
+        struct.pack(f"<{len(vector)}f", *vector) for vector in map(fake_vector, TEXTS)
+    ]
+    assert [item.embedding for item in decoded.data] == [
+        [float(number) for number in as_openai_prints(text)] for text in TEXTS
+    ]
+
+
+@pytest.mark.parametrize(
+    "embedding", ["not base64!", base64.b64encode(b"\0" * 6).decode()], ids=["text", "6 bytes"]
+)
+def test_an_unreadable_base64_vector_is_a_502(
+    client: openai.OpenAI, fakes: dict[str, FakeUpstream], user_id: str, embedding: str
+) -> None:
+    data = [{"object": "embedding", "index": 0, "embedding": embedding}]
+    fakes["openai"].answer_when(  # this test's input only: the rule outlives the test
+        lambda recorded: (
+            isinstance(recorded.body, dict) and recorded.body.get("input") == ["unreadable"]
+        ),
+        Reply(raw_body={"object": "list", "data": data, "model": "m"}),
+    )
+
+    with pytest.raises(openai.APIStatusError) as failed:
+        client.embeddings.create(model="openai-embedder", input="unreadable", user=user_id)
+
+    assert failed.value.status_code == 502
 
 
 def test_embeddings_are_billed_to_the_user_and_listed_as_models(

@@ -5,6 +5,7 @@ alone; the admin lists, adds and deletes memories and erases a user."""
 
 import json
 import sqlite3
+import struct
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,7 +16,8 @@ import openai
 import pytest
 
 from tests.browser import chromium_page, shot
-from tests.fakes.base import FakeUpstream, Recorded, Reply
+from tests.fakes.base import FakeUpstream, Recorded, Reply, fake_vector
+from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.polling import wait_for
 from tests.server import GatewayServer
 from tests.upstreams import fake_base_url
@@ -152,6 +154,35 @@ def test_recall_keeps_within_max_tokens_and_the_most_similar_first(
     recalled = [line for line in system.splitlines() if line.startswith("- ")]
     assert recalled[0] == "- Owns a cat called Miso."
     assert sum(len(line) for line in recalled) <= 60 * 4  # memory.max_tokens, four chars each
+
+
+@pytest.mark.parametrize("ignored", [False, True], ids=["base64", "numbers"])
+def test_memories_are_embedded_in_base64_and_kept_as_float32(
+    server: GatewayServer, openai_fake: OpenAIUpstream, user_id: str, ignored: bool
+) -> None:
+    """Extraction and recall read the embedder's float32 bytes (or its numbers, from a
+    server that ignores ``encoding_format``); memories are kept as float32 either way,
+    as the rows written before."""
+    openai_fake.ignores_encoding_format = ignored
+    extracts(openai_fake, "Owns a cat called Miso.", "Works night shifts at the harbour.")
+    ask(server, user_id, "Tell me something.")
+    wait_for(lambda: len(memories(server, user_id)) == 2, "two facts")
+
+    ask(server, user_id, "What is my cat called?")
+
+    system = system_of(keeper_calls(openai_fake)[-1])
+    recalled = [line for line in system.splitlines() if line.startswith("- ")]
+    assert recalled[0] == "- Owns a cat called Miso."
+    embeddings = [r for r in openai_fake.requests if r.path.endswith("/embeddings")]
+    assert len(embeddings) >= 2  # the facts', then the recall's
+    assert {r.body["encoding_format"] for r in embeddings} == {"base64"}
+    with sqlite3.connect(Path(server.workdir) / "gateway.sqlite3") as database:
+        kept = database.execute(
+            "SELECT text, vector FROM inference_memory WHERE user_id = ?", (user_id,)
+        ).fetchall()
+    assert {text: bytes(vector) for text, vector in kept} == {
+        text: struct.pack("<64f", *fake_vector(text)) for text, _ in kept
+    }
 
 
 def test_stateless_calls_neither_recall_nor_extract(

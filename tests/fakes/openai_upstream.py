@@ -11,11 +11,18 @@ to an admin key (``sk-admin-…``) only. The Files and Batch APIs take provider 
 ``--stream-events 40 --event-gap-ms 5`` paces it as a model streams tokens: every reply
 has enough words that a stream of it is 40 SSE events (the role, one event per word, the
 finish, the usage when asked and ``[DONE]``), each event in its own write, 5 ms apart.
+
+Embeddings come as OpenAI sends them: float32 values, as JSON numbers or, when the call
+asks ``encoding_format: base64``, as base64 of their little-endian bytes.
+``ignores_encoding_format`` (``--ignore-encoding-format``) answers numbers whatever the
+call asks, as some OpenAI-compatible servers do.
 """
 
 import argparse
+import base64
 import json
 import re
+import struct
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -34,6 +41,7 @@ BATCH_API_PATHS = ("/v1/files", "/v1/batches")
 class OpenAIUpstream(FakeUpstream):
     stream_events = 0  # paced: every reply streams in this many events (0: as it says)
     event_gap = 0.0  # paced: seconds between two events
+    ignores_encoding_format = False  # embeddings as numbers even when base64 is asked
 
     def __init__(self, port: int = 0) -> None:
         super().__init__(port)
@@ -42,6 +50,7 @@ class OpenAIUpstream(FakeUpstream):
 
     def reset(self) -> None:
         super().reset()
+        self.ignores_encoding_format = False
         self.costs.clear()
         self.provider_batches.reset()
 
@@ -85,9 +94,9 @@ class OpenAIUpstream(FakeUpstream):
         return recorded.path.endswith("/embeddings")
 
     def render_embeddings(self, recorded: Recorded) -> dict[str, Any]:
-        """OpenAI's embeddings list; ``dimensions`` honoured; tokens: one per word, or the
-        length of a token array (``input`` may be a string, strings, one token array or
-        token arrays, as OpenAI takes it)."""
+        """OpenAI's embeddings list; ``dimensions`` and ``encoding_format`` honoured;
+        tokens: one per word, or the length of a token array (``input`` may be a string,
+        strings, one token array or token arrays, as OpenAI takes it)."""
         body = recorded.body
         given = body["input"]
         if isinstance(given, str) or (given and isinstance(given[0], int)):
@@ -98,10 +107,15 @@ class OpenAIUpstream(FakeUpstream):
         ]
         size = body.get("dimensions") or 64
         tokens = sum(len(text.split()) for text in texts)
+        encoding = "float" if self.ignores_encoding_format else body.get("encoding_format")
         return {
             "object": "list",
             "data": [
-                {"object": "embedding", "index": index, "embedding": fake_vector(text, size)}
+                {
+                    "object": "embedding",
+                    "index": index,
+                    "embedding": float32_embedding(fake_vector(text, size), encoding),
+                }
                 for index, text in enumerate(texts)
             ],
             "model": body["model"],
@@ -181,6 +195,15 @@ class OpenAIUpstream(FakeUpstream):
 
     def _model(self, recorded: Recorded) -> str:
         return str(recorded.body.get("model", "")) if isinstance(recorded.body, dict) else ""
+
+
+def float32_embedding(vector: list[float], encoding: str | None) -> list[float] | str:
+    """``vector`` as OpenAI's embeddings carry it: its float32 values, as numbers or (with
+    ``encoding`` base64) as base64 of their little-endian bytes."""
+    packed = struct.pack(f"<{len(vector)}f", *vector)
+    if encoding == "base64":
+        return base64.b64encode(packed).decode()
+    return list(struct.unpack(f"<{len(vector)}f", packed))
 
 
 def tool_calls_json(reply: Reply, recorded: Recorded) -> list[dict[str, Any]]:
@@ -333,8 +356,14 @@ def main() -> None:
     parser.add_argument(
         "--event-gap-ms", type=float, default=0.0, help="pace: milliseconds between two events"
     )
+    parser.add_argument(
+        "--ignore-encoding-format",
+        action="store_true",
+        help="embeddings as numbers even when base64 is asked",
+    )
     options = parser.parse_args()
     fake = OpenAIUpstream(port=options.port)
+    fake.ignores_encoding_format = options.ignore_encoding_format
     if options.stream_events:
         fake.paced(options.stream_events, options.event_gap_ms / 1000)
     print(f"fake OpenAI upstream on {fake.base_url}", flush=True)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from core.float32 import packed
+from core.float32 import Vector, packed
 from inference.neutral.body import Lenient
 from inference.neutral.errors import invalid_request
 from inference.neutral.types import Usage
@@ -67,7 +67,7 @@ def _is_token(value: Any) -> bool:
 
 
 def embeddings_body(
-    model: str, vectors: tuple[tuple[float, ...], ...], usage: Usage, encoding: str
+    model: str, vectors: tuple[Vector, ...], usage: Usage, encoding: str
 ) -> dict[str, Any]:
     data = [
         {"object": "embedding", "index": index, "embedding": _encoded(vector, encoding)}
@@ -84,7 +84,10 @@ def embeddings_body(
     return body
 
 
-def _encoded(vector: tuple[float, ...], encoding: str) -> list[float] | str:
+def _encoded(vector: Vector, encoding: str) -> list[float] | str:
+    """float32 values stay as they are (as Python floats, exactly): an OpenAI embedder's
+    JSON numbers read the same whichever form the gateway asked it for."""
     if encoding == "base64":
         return base64.b64encode(packed(vector)).decode()
-    return list(vector)
+    values: list[float] = vector.tolist()
+    return values

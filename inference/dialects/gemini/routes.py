@@ -111,8 +111,8 @@ async def embed_content(
         dimensions=payload.output_dimensionality,
         purpose=_purpose(payload.task_type),
     )
-    embedded = await _embed(request, ask, embedder, config)
-    return json_response({"embedding": {"values": list(embedded[0])}})
+    (values,) = await _embed(request, ask, embedder, config)
+    return json_response({"embedding": {"values": values}})
 
 
 @_method("batchEmbedContents")
@@ -140,7 +140,7 @@ async def batch_embed_contents(
         purpose=_purpose(first.task_type),
     )
     vectors = await _embed(request, ask, embedder, config)
-    return json_response({"embeddings": [{"values": list(vector)} for vector in vectors]})
+    return json_response({"embeddings": [{"values": values} for values in vectors]})
 
 
 @api.get("/v1beta/models")
@@ -225,12 +225,13 @@ def _embedder(request: InferenceRequest, model: str) -> tuple[Config, EmbedderCo
 
 async def _embed(
     request: InferenceRequest, ask: EmbeddingAsk, embedder: EmbedderConfig, config: Config
-) -> tuple[tuple[float, ...], ...]:
+) -> list[list[float]]:
+    """The vectors' values, in order."""
     engine = request.runtime.engine
     embedded = await embed_for_user(
         ask, embedder, _claims(request), request.api_key, config, engine, request.log, request.span
     )
-    return embedded.vectors
+    return [vector.tolist() for vector in embedded.vectors]
 
 
 def _purpose(task_type: str | None) -> Literal["document", "query"]:
