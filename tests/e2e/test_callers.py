@@ -302,6 +302,7 @@ def flood(server: GatewayServer, key: str, turns: int) -> list[int]:
         return list(pool.map(one, range(turns)))
 
 
+@pytest.mark.slow
 def test_an_interrupted_task_taken_up_max_task_attempts_times_fails(
     tmp_path: Path, fakes: dict[str, FakeUpstream]
 ) -> None:
