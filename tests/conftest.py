@@ -19,6 +19,8 @@ from tests.server import GatewayServer
 from tests.services import PROBES, missing
 from tests.upstreams import FAKE_CLASSES, shared_config
 
+pytest_plugins = ["tests.scheduling"]
+
 # Fixtures that stand for a service: a test using one is in that service's group.
 SERVICE_FIXTURES = {"postgres_url": "postgres", "page": "browser"}
 

@@ -34,6 +34,15 @@ parameters = { "path.name" = "greeter" }
 [[operations]]
 include-path-regex = "^/admin/revisions/[{]revision_id[}]"
 parameters = { "path.revision_id" = 1 }
+
+# The coverage phase sends each body variant of a PUT with an empty If-Match, which matches
+# no ETag: all of them ended in the same 412 before the body was read (4,500 cases, 44 s for
+# /admin/config alone). The fuzzing and stateful phases still send these PUTs, and the
+# coverage phase still tries the same entry schemas on the collections' POST routes.
+[[operations]]
+include-path-regex = "^/admin/(config|[a-z]+/[{]name[}])$"
+include-method = "PUT"
+phases.coverage.enabled = false
 """
 CHECKS = (
     "not_a_server_error,status_code_conformance,content_type_conformance,"

@@ -305,6 +305,7 @@ def test_a_webhook_run_refused_for_budget_is_a_failed_run(
     assert run["reply"] == "" and calls_of(fake, "gpt-hook") == []
 
 
+@pytest.mark.slow
 def test_on_start_fires_once_per_start_and_a_new_start_fails_what_the_last_left_running(
     tmp_path: Path, fake: FakeUpstream
 ) -> None:
@@ -412,6 +413,7 @@ def test_a_dispatched_task_runs_in_the_background_for_its_user_only(
     assert status(server, fake, "alice", task_id) == f"Error: there is no task {task_id!r}"
 
 
+@pytest.mark.slow
 def test_queued_and_interrupted_tasks_finish_after_a_sigkill(
     tmp_path: Path, fake: FakeUpstream, receiver: Receiver
 ) -> None:
@@ -549,6 +551,7 @@ def test_the_smoke_test_command_exits_1_below_min_score(
 # Schedules across processes
 
 
+@pytest.mark.slow
 def test_each_due_minute_runs_once_across_two_processes_on_postgresql(
     tmp_path: Path, fakes: dict[str, FakeUpstream], postgres_url: str
 ) -> None:

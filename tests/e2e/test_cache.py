@@ -495,6 +495,7 @@ def test_an_agent_without_a_cache_says_nothing_of_it(server: GatewayServer, user
     assert "x-gateway-cache" not in headers
 
 
+@pytest.mark.slow
 def test_two_processes_on_postgresql_share_entries(
     tmp_path_factory: pytest.TempPathFactory,
     upstreams: dict[str, FakeUpstream],

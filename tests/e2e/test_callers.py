@@ -6,7 +6,6 @@ on two workers, overshoot its budget and its tokens per minute by at most one ca
 
 import json
 import sqlite3
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -114,6 +113,7 @@ def test_a_key_dispatches_no_task_of_an_agent_it_may_not_use(
     leak = ("dispatch_task", {"agent": "secret", "message": "leak"})
     fake.script(Reply.of_tool_calls(leak, leak, leak), Reply.of_text("Done."))
     created = mint(server, agents=["boss"], budget_usd=0.005, rpm=5)
+    before = len(tasks(server))
 
     response = chat(server, created["key"], "boss")
 
@@ -122,7 +122,7 @@ def test_a_key_dispatches_no_task_of_an_agent_it_may_not_use(
         tool_results(fake, "boss-model")
         == ["Error: the API key may not use agent 'secret' (it may use: boss)"] * 3
     )
-    time.sleep(2)  # no task to wake: nothing reaches the secret agent meanwhile
+    assert tasks(server)[before:] == []  # no task to run later: nothing reaches the agent
     assert calls_to(fake, "priced") == []
 
 
@@ -164,6 +164,7 @@ def test_tasks_dispatching_tasks_stop_at_max_task_depth(
     )
     fake.answer_when(is_model("relay-model"), Reply.of_text("passed on"))
     created = mint(server)
+    before = len(tasks(server))
 
     assert chat(server, created["key"], "relay").status_code == 200
 
@@ -176,7 +177,13 @@ def test_tasks_dispatching_tasks_stop_at_max_task_depth(
     assert results[2] == (
         "Error: a task 2 levels down may not dispatch tasks (limits.max_task_depth is 2)"
     )
-    time.sleep(3)  # nothing further was dispatched
+
+    def ended() -> list[tuple[str, str, str]] | None:
+        mine = tasks(server)[before:]
+        return mine if all(status in ("done", "failed") for _, status, _ in mine) else None
+
+    # Both tasks ended and no other was made: no turn is left that could dispatch more.
+    assert wait_for(ended, "the two tasks to end") == [("relay", "done", "")] * 2
     assert len(tool_results(fake, "relay-model")) == 3
 
 
@@ -295,6 +302,7 @@ def flood(server: GatewayServer, key: str, turns: int) -> list[int]:
         return list(pool.map(one, range(turns)))
 
 
+@pytest.mark.slow
 def test_an_interrupted_task_taken_up_max_task_attempts_times_fails(
     tmp_path: Path, fakes: dict[str, FakeUpstream]
 ) -> None:
@@ -319,7 +327,8 @@ def test_an_interrupted_task_taken_up_max_task_attempts_times_fails(
             )
             gateway.kill()
             gateway.start()
-        time.sleep(3)  # the lease ran out: the runner has looked at the task again
+        # The lease ran out: the runner has looked at the task again and given it up.
+        wait_for(lambda: [status for _, status, _ in tasks(gateway)] == ["failed"], "the end")
 
         fake.script(
             Reply.of_tool_calls(("task_status", {"task_id": task_id})), Reply.of_text("Seen.")

@@ -13,7 +13,7 @@ import openai
 import pytest
 from django.contrib.auth.hashers import make_password
 
-from tests.fakes.base import Reply
+from tests.fakes.base import FakeUpstream, Reply
 from tests.fakes.openai_upstream import OpenAIUpstream
 from tests.polling import wait_for
 from tests.server import GatewayServer
@@ -36,8 +36,21 @@ def model_ids(server: GatewayServer) -> list[str]:
 
 @pytest.fixture
 def own_gateway(tmp_path: Path, openai_fake: OpenAIUpstream) -> Iterator[GatewayServer]:
+    """A gateway whose config file the test may rewrite."""
     server = GatewayServer(tmp_path, config_text(openai_fake, "first")).start()
     yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_gateway(
+    tmp_path_factory: pytest.TempPathFactory, upstreams: dict[str, FakeUpstream]
+) -> Iterator[GatewayServer]:
+    """The tests that leave the config as it is share one gateway of their own."""
+    fake = upstreams["openai"]
+    assert isinstance(fake, OpenAIUpstream)
+    server = GatewayServer(tmp_path_factory.mktemp("journeys"), config_text(fake, "first"))
+    yield server.start()
     server.stop()
 
 
@@ -79,11 +92,11 @@ def test_hand_edits_reload_live_and_broken_edits_are_logged_and_ignored(
 
 
 def test_each_request_writes_one_json_log_line_and_nothing_else_does(
-    own_gateway: GatewayServer,
+    shared_gateway: GatewayServer,
 ) -> None:
     request_id = uuid.uuid4().hex
     httpx.post(
-        f"{own_gateway.url}/v1/chat/completions",
+        f"{shared_gateway.url}/v1/chat/completions",
         json={
             "model": "first",
             "messages": [{"role": "user", "content": "x"}],
@@ -91,10 +104,10 @@ def test_each_request_writes_one_json_log_line_and_nothing_else_does(
         },
         headers={"X-Request-ID": request_id},
     )
-    httpx.get(f"{own_gateway.url}/admin/", headers={"X-Request-ID": f"{request_id}-admin"})
-    wait_for(lambda: f"{request_id}-admin" in own_gateway.log(), "the admin request's line")
+    httpx.get(f"{shared_gateway.url}/admin/", headers={"X-Request-ID": f"{request_id}-admin"})
+    wait_for(lambda: f"{request_id}-admin" in shared_gateway.log(), "the admin request's line")
 
-    lines = [json.loads(line) for line in own_gateway.log().splitlines()]  # all JSON
+    lines = [json.loads(line) for line in shared_gateway.log().splitlines()]  # all JSON
     requests = [line for line in lines if line["event"] == "request"]
     (chat,) = [line for line in requests if line["request_id"] == request_id]
     assert {key: chat[key] for key in ("user", "agent", "provider", "status", "tokens")} == {
@@ -107,8 +120,10 @@ def test_each_request_writes_one_json_log_line_and_nothing_else_does(
     assert {"latency_ms", "variant", "experiment", "time", "level"} <= chat.keys()
     assert [line["request_id"] for line in requests].count(f"{request_id}-admin") == 1
     assert any(line["event"] == "config_loaded" for line in lines)
-    served = own_gateway.stdout_path.read_text().splitlines()
-    assert served == [f"Serving on http://127.0.0.1:{own_gateway.port}  (admin: /admin, API: /v1)"]
+    served = shared_gateway.stdout_path.read_text().splitlines()
+    assert served == [
+        f"Serving on http://127.0.0.1:{shared_gateway.port}  (admin: /admin, API: /v1)"
+    ]
 
 
 def stored_messages(server: GatewayServer, user: str) -> list[tuple[str, str]]:
@@ -120,7 +135,7 @@ def stored_messages(server: GatewayServer, user: str) -> list[tuple[str, str]]:
 
 
 def test_client_disconnect_cancels_upstream_and_keeps_the_partial_reply(
-    own_gateway: GatewayServer, openai_fake: OpenAIUpstream
+    shared_gateway: GatewayServer, openai_fake: OpenAIUpstream
 ) -> None:
     words = [f"w{index} " for index in range(400)]
     openai_fake.script(Reply.of_chunks(*words, chunk_delay=0.02))
@@ -130,14 +145,14 @@ def test_client_disconnect_cancels_upstream_and_keeps_the_partial_reply(
         "safety_identifier": "leaver",
         "stream": True,
     }
-    with httpx.stream("POST", f"{own_gateway.url}/v1/chat/completions", json=body) as response:
+    with httpx.stream("POST", f"{shared_gateway.url}/v1/chat/completions", json=body) as response:
         lines = response.iter_lines()
         received = [line for _, line in zip(range(8), lines, strict=False)]
     assert any('"content":"w0 "' in line for line in received)
 
     wait_for(lambda: openai_fake.requests[-1].disconnected, "the upstream connection to close")
-    wait_for(lambda: len(stored_messages(own_gateway, "leaver")) == 2, "the partial exchange")
-    (user_role, question), (assistant_role, partial) = stored_messages(own_gateway, "leaver")
+    wait_for(lambda: len(stored_messages(shared_gateway, "leaver")) == 2, "the partial exchange")
+    (user_role, question), (assistant_role, partial) = stored_messages(shared_gateway, "leaver")
     assert (user_role, question, assistant_role) == ("user", "long story", "assistant")
     assert partial.startswith("w0 w1 ") and len(partial) < len("".join(words))
 

@@ -342,6 +342,7 @@ def test_the_memories_page_adds_and_deletes_a_memory(server: GatewayServer, user
     assert memories(server, user_id) == []
 
 
+@pytest.mark.slow
 def test_two_processes_on_postgresql_share_memories(
     tmp_path: Path, fake: FakeUpstream, postgres_url: str, user_id: str
 ) -> None:

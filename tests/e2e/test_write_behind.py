@@ -35,10 +35,21 @@ def config(openai_fake: FakeUpstream) -> str:
     )
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server(
+    tmp_path_factory: pytest.TempPathFactory, upstreams: dict[str, FakeUpstream]
+) -> Iterator[GatewayServer]:
+    gateway = GatewayServer(tmp_path_factory.mktemp("write-behind"), config(upstreams["openai"]))
+    gateway.start()
+    yield gateway
+    gateway.stop()
+
+
+@pytest.fixture
+def stopped_server(
     tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, FakeUpstream]
 ) -> Iterator[GatewayServer]:
+    """A gateway of the test's own, which the test stops."""
     gateway = GatewayServer(tmp_path_factory.mktemp("write-behind"), config(fakes["openai"]))
     gateway.start()
     yield gateway
@@ -98,19 +109,21 @@ def test_a_reply_waits_only_for_records_a_later_request_reads(server: GatewaySer
     assert "could not record" not in server.log()
 
 
-def test_records_queued_behind_replies_are_written_at_shutdown(server: GatewayServer) -> None:
-    ask(server, "stateless", timeout=10)
-    with write_lock(server):
-        behind = [ask(server, "stateless", timeout=30).id for _ in range(3)]
+def test_records_queued_behind_replies_are_written_at_shutdown(
+    stopped_server: GatewayServer,
+) -> None:
+    ask(stopped_server, "stateless", timeout=10)
+    with write_lock(stopped_server):
+        behind = [ask(stopped_server, "stateless", timeout=30).id for _ in range(3)]
         # SIGTERM is sent while the lock still holds every queued record back, so each
         # was acknowledged and not yet written when the server was told to stop. The
         # pause gives the shutdown a head start on the lock's release (daphne keeps its
         # socket open while it stops, so there is nothing to watch for instead).
-        stopping = threading.Thread(target=server.stop)
+        stopping = threading.Thread(target=stopped_server.stop)
         stopping.start()
         time.sleep(1)
     stopping.join()
-    assert set(behind) <= ledger(server), server.log()[-3000:]
+    assert set(behind) <= ledger(stopped_server), stopped_server.log()[-3000:]
 
 
 def test_a_reservation_made_for_a_client_that_left_is_released(server: GatewayServer) -> None:
