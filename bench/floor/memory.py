@@ -11,12 +11,11 @@ spread over ``--users`` users. With ``--production``, the gateway has the produc
 config of ``bench.floor.production`` (history, cost, API keys, the trace store,
 deployments), each user calling with a key of their own. ``--python`` serves both with
 another virtualenv's interpreter, to measure a production install (``requirements.txt``
-only, as ``scripts/serve`` and the Dockerfile set up): the server loads some libraries of
-the test extras when they are installed (httpx loads rich, click and pygments for its
-command line; ``django.test``, which ninja imports, loads jinja2). ``--no-relay``
-measures the gateway alone. It samples the RSS of each server process (the supervisor
-and its workers under ``--workers``) along the way; the figures at the end come last,
-with the gateway's against the relay's.
+only, as ``scripts/serve`` and the Dockerfile set up) rather than the test environment,
+whose test tools a library may load when they are present. ``--no-relay`` measures the
+gateway alone. It samples the RSS of each server process (the supervisor and its workers
+under ``--workers``) along the way; the figures at the end come last, with the gateway's
+against the relay's.
 
     .venv/bin/python -m bench.floor.memory [--requests 100000] [--clients 16] [--workers 1]
         [--users 200] [--production] [--python .venv-production/bin/python] [--no-relay]
