@@ -12,7 +12,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from croniter import croniter
 from django.template import Engine, TemplateSyntaxError
 from pydantic import BaseModel
 
@@ -551,6 +550,8 @@ def cron_problem(expression: str) -> str | None:
     """Why ``expression`` is not a cron schedule of 5 fields, or None when it is."""
     if len(expression.split()) != 5:
         return f"{expression!r} is not a cron schedule of 5 fields (minute hour day month weekday)"
+    from croniter import croniter  # only for a config with schedules (a MB of memory)
+
     if not croniter.is_valid(expression):
         return f"{expression!r} is not a valid cron schedule"
     return None

@@ -3,14 +3,18 @@
 and the browser's routes that connect users' accounts at MCP servers
 (``/mcp/{server}/…``; ``/mcp`` itself is the API's)."""
 
-from django.urls import include, path
+from django.urls import URLResolver, include, path
+from django.urls.resolvers import RoutePattern
 
 from gateway import health, hooks, mcp_accounts, metrics
 from inference.dialects import registry
 
 urlpatterns = [
     path("", include(registry.urlpatterns)),
-    path("admin/", include("adminui.urls")),
+    # Named, not imported: Django's resolver imports a urlconf given by name when a path
+    # under it is first resolved (as it does ROOT_URLCONF), so a process that serves only
+    # the API never loads the admin's pages (about 6 MB).
+    URLResolver(RoutePattern("admin/", is_endpoint=False), "adminui.urls"),
     path("hooks/<str:name>", hooks.webhook),
     path("healthz", health.healthz),
     path("readyz", health.readyz),

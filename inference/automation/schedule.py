@@ -10,7 +10,6 @@ repeat over it). Its slot (``slot_of``) names it in the lease of a firing."""
 import time
 from datetime import UTC, datetime, timedelta
 
-from croniter import croniter
 from django.conf import settings
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -35,6 +34,10 @@ def cron_time(minute: int) -> datetime:
 
 
 def due(expression: str, minute: int) -> bool:
+    # croniter (with dateutil, about a MB) loads with the first schedule, not in every
+    # process.
+    from croniter import croniter
+
     return bool(croniter.match(expression, cron_time(minute)))
 
 
@@ -44,6 +47,8 @@ def slot_of(minute: int) -> str:
 
 def next_fire_at(expression: str, now: float | None = None) -> datetime:
     """When, on the clock, the next due minute after this one starts."""
+    from croniter import croniter
+
     current = minute_now(now)
     following = croniter(expression, cron_time(current)).get_next(datetime)
     minute = int((following - EPOCH).total_seconds() // 60)

@@ -15,8 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
-
 ORIGINAL = "original"
 RESAMPLES = 1000
 SEED = 20240601
@@ -57,6 +55,8 @@ def bootstrap_ci(
 ) -> tuple[float, float]:
     """The percentile bootstrap interval of the mean of ``values`` at ``LEVEL``: the means
     of ``resamples`` samples drawn with replacement."""
+    import numpy as np  # loaded by the first summary, not by every process (17 MB)
+
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise ValueError("no values to resample")

@@ -13,9 +13,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from pypdf import PdfReader
-from pypdf.errors import PyPdfError
-
 from agents.schema import FilesConfig
 from core.bodylimit import MIB
 
@@ -66,6 +63,11 @@ class _Page:
 def pdf_text(data: bytes, bounds: TextBounds) -> str | None:
     """The text of the PDF's pages, apart by a blank line, within ``bounds`` (None: not
     a readable PDF, or a PDF of images only)."""
+    # Loaded with the first PDF read, not in every process: pypdf and the Pillow it
+    # imports are about 15 MB.
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
     try:
         reader = PdfReader(io.BytesIO(data))
         total = len(reader.pages)

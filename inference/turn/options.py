@@ -5,8 +5,6 @@ leaves alone."""
 import re
 from dataclasses import dataclass
 
-import langcodes
-
 from inference.money.caps import WINDOWS, TokenCap
 from inference.neutral.errors import invalid_request
 
@@ -84,6 +82,10 @@ def parse_language(tag: str) -> ReplyLanguage:
             param="metadata.language",
             code="invalid_metadata",
         )
+    # Loaded by the first request that names a language, not by every process (3 MB);
+    # the names it gives load on their first use anyway.
+    import langcodes
+
     if not _TAG_SHAPE.match(tag) or not langcodes.tag_is_valid(tag):
         raise invalid_request(
             f"metadata.language must be a well-formed BCP 47 language tag (like 'en' or 'pt-BR'), got {tag!r}",

@@ -1,7 +1,10 @@
 """Libraries a process loads only when its config or its requests need them (each is a MB
-or two of every worker's memory): joserfc for OpenID Connect, the OpenTelemetry SDK for an
+or more of every worker's memory): joserfc for OpenID Connect, the OpenTelemetry SDK for an
 exporter, genai-prices for a price from its table, jsonschema and RE2 for a JSON Schema,
-Presidio (and spaCy, 100 MB) for a pii guardrail's first check."""
+Presidio (and spaCy, 100 MB) for a pii guardrail's first check, numpy for a memory recall
+or an evaluation's summary, pypdf for a PDF's text, langcodes for a reply language,
+croniter for a schedule, the admin's pages for a path under /admin; httpx's command line
+(rich, pygments) never."""
 
 import json
 import os
@@ -24,6 +27,13 @@ OPTIONAL = (
     "re2",
     "mcp.server",
     "presidio_analyzer",
+    "numpy",
+    "pypdf",
+    "langcodes",
+    "croniter",
+    "rich",
+    "pygments",
+    "adminui.api",
 )
 TABLE = "genai_prices.data"  # the price table, loaded by the first price looked up in it
 CONFIG = """\
@@ -38,17 +48,20 @@ os.environ["DJANGO_SETTINGS_MODULE"] = "gateway.settings"
 import gateway.asgi, gateway.urls
 from gateway import runtime
 asyncio.run(runtime.current().started())  # waits for the thread pool (the price look-up)
+%s
 print(json.dumps({name: name in sys.modules for name in %r}))
 """
 
 
-def loaded_after_start(workdir: Path, config: str) -> dict[str, bool]:
+def loaded_after_start(workdir: Path, config: str, then: str = "") -> dict[str, bool]:
+    """Which of the optional libraries are loaded once the process has started with
+    ``config`` and run the Python statements ``then``."""
     (workdir / "gateway.yaml").write_text(config)
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "GATEWAY_CONFIG": "gateway.yaml"}
     environment.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     environment.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None)
     run = subprocess.run(
-        [sys.executable, "-c", LOADED % ((*OPTIONAL, TABLE),)],
+        [sys.executable, "-c", LOADED % (then, (*OPTIONAL, TABLE))],
         cwd=workdir,
         env=environment,
         capture_output=True,
@@ -84,6 +97,14 @@ def test_a_pii_guardrail_loads_presidio_as_the_config_applies(tmp_path: Path) ->
     loaded = loaded_after_start(tmp_path, config)
 
     assert loaded["presidio_analyzer"]
+
+
+def test_a_path_under_admin_loads_the_admins_pages(tmp_path: Path) -> None:
+    loaded = loaded_after_start(
+        tmp_path, CONFIG, "from django.urls import resolve; resolve('/admin/keys')"
+    )
+
+    assert loaded["adminui.api"]
 
 
 @pytest.mark.parametrize("prompt_tokens", [1_000, 300_000])
